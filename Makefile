@@ -1,0 +1,87 @@
+# cps.gpu_cluster: run it, test it.
+#   make lab            run playbooks/site.yml against a local podman lab
+#   make test           every test tier (what CI runs)
+SHELL := /bin/bash
+.DEFAULT_GOAL := help
+
+VENV ?= .venv
+PYTHON ?= python3
+BIN := $(VENV)/bin
+export PATH := $(CURDIR)/$(BIN):$(PATH)
+export CONTAINERS_CONF := $(CURDIR)/tests/container/containers.conf
+export ANSIBLE_CONFIG := $(CURDIR)/ansible.cfg
+export ANSIBLE_INJECT_FACT_VARS := false
+export ANSIBLE_FORCE_COLOR ?= 0
+COLLECTION_LINK := collections/ansible_collections/cps/gpu_cluster
+TIERS := $(CURDIR)/scripts/tier.sh
+
+.PHONY: help deps venv collection image test lint ruff yamllint ansible-lint sanity unit integration render molecule lab lab-destroy clean
+
+help: ## list the targets
+	@grep -E '^[a-z-]+:.*## ' $(MAKEFILE_LIST) | awk -F':.*## ' '{printf "  make %-14s %s\n", $$1, $$2}'
+
+$(BIN)/.installed: requirements.txt requirements-dev.txt
+	$(PYTHON) -m venv $(VENV)
+	$(BIN)/pip install -q --upgrade pip
+	$(BIN)/pip install -q -r requirements-dev.txt
+	touch $@
+
+venv: $(BIN)/.installed ## create .venv with the control-node and test requirements
+
+$(COLLECTION_LINK):
+	mkdir -p $(dir $(COLLECTION_LINK))
+	ln -sfn ../../.. $(COLLECTION_LINK)
+
+collection: $(COLLECTION_LINK) ## make cps.gpu_cluster resolvable from this checkout
+
+deps: venv collection ## everything the playbooks need on the control node
+
+image: ## build (or reuse) the systemd Debian bookworm test image
+	bash scripts/build-test-image.sh
+
+test: deps ## every tier, with a summary; fails if any tier fails
+	@rm -f .tiers.log
+	-@$(TIERS) ruff $(MAKE) --no-print-directory ruff
+	-@$(TIERS) yamllint $(MAKE) --no-print-directory yamllint
+	-@$(TIERS) ansible-lint $(MAKE) --no-print-directory ansible-lint
+	-@$(TIERS) sanity $(MAKE) --no-print-directory sanity
+	-@$(TIERS) unit $(MAKE) --no-print-directory unit
+	-@$(TIERS) integration $(MAKE) --no-print-directory integration
+	-@$(TIERS) render $(MAKE) --no-print-directory render
+	-@$(TIERS) molecule $(MAKE) --no-print-directory molecule
+	@$(TIERS) --summary
+
+lint: ruff yamllint ansible-lint ## ruff, yamllint and ansible-lint (production profile)
+
+ruff: deps
+	ruff check plugins tests scripts
+
+yamllint: deps
+	yamllint -s .
+
+ansible-lint: deps
+	ansible-lint --profile production
+
+sanity: deps ## ansible-test sanity on a copy under ansible_collections/cps/gpu_cluster
+	bash scripts/sanity.sh
+
+unit: deps ## pytest unit tests (modules, filters, parsers)
+	pytest -q tests/unit
+
+integration: deps ## ansible-playbook on localhost: preflight table, module integration
+	pytest -q tests/integration
+
+render: deps ## render every component and validate it against the real schemas
+	pytest -q tests/render
+
+molecule: deps image ## every molecule scenario (podman containers)
+	bash scripts/molecule-all.sh
+
+lab: deps image ## build the podman lab and run playbooks/site.yml against it
+	bash lab/lab.sh up
+
+lab-destroy: ## tear the lab down
+	bash lab/lab.sh down
+
+clean: lab-destroy
+	rm -rf $(VENV) collections build .ansible .pytest_cache .tiers.log

@@ -1,0 +1,35 @@
+"""Shared pytest setup: make ``ansible_collections.cps.gpu_cluster`` importable
+from this checkout and locate the optional ../shared data directory."""
+
+from __future__ import annotations
+
+import os
+import sys
+from pathlib import Path
+
+import pytest
+
+REPO = Path(__file__).resolve().parent.parent
+COLLECTIONS = REPO / "collections"
+LINK = COLLECTIONS / "ansible_collections" / "cps" / "gpu_cluster"
+
+if not LINK.exists():
+    LINK.parent.mkdir(parents=True, exist_ok=True)
+    LINK.symlink_to(Path("../../.."))
+if str(COLLECTIONS) not in sys.path:
+    sys.path.insert(0, str(COLLECTIONS))
+
+SHARED = Path(os.environ.get("GPU_CLUSTER_SHARED", REPO.parent / "shared"))
+
+
+@pytest.fixture(scope="session")
+def repo_root() -> Path:
+    return REPO
+
+
+@pytest.fixture(scope="session")
+def shared_dir() -> Path:
+    """../shared (chart schemas, captures); tests that need it skip without it."""
+    if not SHARED.is_dir():
+        pytest.skip(f"shared data directory {SHARED} is absent (set GPU_CLUSTER_SHARED)")
+    return SHARED
