@@ -1,0 +1,136 @@
+"""The collection's own contract: layout, metadata and the conventions every
+role and module follows (prefixed variables, argument specs, documentation)."""
+
+from __future__ import annotations
+
+import ast
+import re
+from pathlib import Path
+
+import pytest
+import yaml
+
+REPO = Path(__file__).resolve().parents[2]
+ROLES = sorted(p for p in (REPO / "roles").iterdir() if p.is_dir()) if (REPO / "roles").is_dir() else []
+MODULES = sorted((REPO / "plugins" / "modules").glob("*.py"))
+PHASES = ["preflight", "proxmox_host", "provision", "k3s", "storage", "gpu", "apps", "verify"]
+
+
+def load(path: Path):
+    return yaml.safe_load(path.read_text())
+
+
+def test_galaxy_metadata():
+    galaxy = load(REPO / "galaxy.yml")
+    assert galaxy["namespace"] == "cps"
+    assert galaxy["name"] == "gpu_cluster"
+    for dep in ("kubernetes.core", "community.general", "community.proxmox", "ansible.posix"):
+        assert dep in galaxy["dependencies"], f"galaxy.yml must depend on {dep}"
+
+
+@pytest.mark.parametrize(
+    "path",
+    [
+        "meta/runtime.yml",
+        "roles",
+        "plugins/modules",
+        "plugins/module_utils",
+        "plugins/filter",
+        "playbooks",
+        "inventories/homelab",
+        "molecule",
+        "terraform",
+        "tests/unit",
+        "docs",
+        "README.md",
+        "ansible.cfg",
+        "requirements.txt",
+        "requirements-dev.txt",
+        "requirements.yml",
+        ".ci/run",
+        "Makefile",
+    ],
+)
+def test_layout(path):
+    assert (REPO / path).exists(), f"{path} is part of the collection layout"
+
+
+def test_ansible_cfg_settings():
+    text = (REPO / "ansible.cfg").read_text()
+    assert re.search(r"^pipelining\s*=\s*true", text, re.M)
+    assert re.search(r"^fact_caching\s*=\s*jsonfile", text, re.M)
+    assert re.search(r"^forks\s*=\s*\d+", text, re.M)
+
+
+def test_requirements_pin_tools():
+    dev = (REPO / "requirements-dev.txt").read_text()
+    for tool in ("molecule", "molecule-plugins[podman]", "pytest", "pytest-testinfra", "ansible-lint", "kubernetes-validate", "ruff"):
+        assert re.search(rf"^{re.escape(tool)}==", dev, re.M), f"{tool} must be pinned in requirements-dev.txt"
+    runtime = (REPO / "requirements.txt").read_text()
+    for lib in ("ansible", "kubernetes", "proxmoxer"):
+        assert re.search(rf"^{lib}==", runtime, re.M), f"{lib} must be pinned in requirements.txt"
+    collections = {c["name"] for c in load(REPO / "requirements.yml")["collections"]}
+    assert {"kubernetes.core", "community.general", "community.proxmox", "ansible.posix"} <= collections
+
+
+def test_site_runs_every_phase_in_order():
+    site = load(REPO / "playbooks" / "site.yml")
+    imported = [Path(play["ansible.builtin.import_playbook"]).stem for play in site]
+    assert imported == PHASES
+    for play, phase in zip(site, PHASES):
+        assert phase in play.get("tags", []), f"phase {phase} must be runnable by tag"
+        assert (REPO / "playbooks" / f"{phase}.yml").is_file()
+
+
+def test_ci_calls_the_readme_test_command():
+    readme = (REPO / "README.md").read_text()
+    ci = (REPO / ".ci" / "run").read_text()
+    assert "make test" in readme
+    assert re.search(r"^\s*(exec\s+)?make test\s*$", ci, re.M)
+
+
+def _defaults(role: Path) -> dict:
+    path = role / "defaults" / "main.yml"
+    return (load(path) or {}) if path.is_file() else {}
+
+
+@pytest.mark.parametrize("role", ROLES, ids=[r.name for r in ROLES])
+def test_role_variables_prefixed_and_specified(role):
+    defaults = _defaults(role)
+    for name in defaults:
+        assert name.startswith((f"{role.name}_", f"__{role.name}_")), f"{role.name}: default {name} must start with {role.name}_"
+    spec_path = role / "meta" / "argument_specs.yml"
+    assert spec_path.is_file(), f"{role.name} needs meta/argument_specs.yml"
+    specs = load(spec_path)["argument_specs"]
+    assert "main" in specs
+    options = {}
+    for entry in specs.values():
+        options.update(entry.get("options") or {})
+    for name in defaults:
+        if not name.startswith("__"):
+            assert name in options, f"{role.name}: {name} is in defaults/main.yml but not in meta/argument_specs.yml"
+    for name in options:
+        assert name.startswith(f"{role.name}_"), f"{role.name}: option {name} must start with {role.name}_"
+
+
+@pytest.mark.parametrize("role", ROLES, ids=[r.name for r in ROLES])
+def test_role_main_is_a_table_of_contents(role):
+    main = role / "tasks" / "main.yml"
+    assert main.is_file()
+    tasks = load(main) or []
+    for task in tasks:
+        keys = set(task) - {"name", "tags", "when", "vars", "become", "no_log"}
+        assert keys & {"ansible.builtin.include_tasks", "ansible.builtin.import_tasks", "block", "ansible.builtin.meta"}, (
+            f"{role.name}/tasks/main.yml should only include task files, found {sorted(keys)}"
+        )
+
+
+@pytest.mark.parametrize("module", MODULES, ids=[m.stem for m in MODULES])
+def test_module_documentation_complete(module):
+    tree = ast.parse(module.read_text())
+    names = {t.id for node in tree.body if isinstance(node, ast.Assign) for t in node.targets if isinstance(t, ast.Name)}
+    for block in ("DOCUMENTATION", "EXAMPLES", "RETURN"):
+        assert block in names, f"{module.name} lacks {block}"
+    doc = yaml.safe_load(next(n.value.value for n in tree.body if isinstance(n, ast.Assign) and getattr(n.targets[0], "id", "") == "DOCUMENTATION"))
+    assert doc["module"] == module.stem
+    assert doc.get("short_description") and doc.get("description")
