@@ -1,0 +1,42 @@
+# -*- coding: utf-8 -*-
+# Copyright: (c) 2026, cps.gpu_cluster contributors
+# GNU General Public License v3.0+ (see COPYING or https://www.gnu.org/licenses/gpl-3.0.txt)
+"""Filters for in-cluster components (thin wrappers over module_utils.components)."""
+
+from __future__ import (absolute_import, division, print_function)
+__metaclass__ = type
+
+from ansible.errors import AnsibleFilterError
+
+from ansible_collections.cps.gpu_cluster.plugins.module_utils import components, storage_components
+
+
+def _wrap(function):
+    def wrapper(*args, **kwargs):
+        try:
+            return function(*args, **kwargs)
+        except (ValueError, KeyError, TypeError) as exc:
+            raise AnsibleFilterError("%s: %s" % (function.__name__, exc)) from exc
+    wrapper.__name__ = function.__name__
+    wrapper.__doc__ = function.__doc__
+    return wrapper
+
+
+class FilterModule(object):
+    """cps.gpu_cluster component filters."""
+
+    def filters(self):
+        return {
+            "fleet_bundle": _wrap(components.fleet_bundle),
+            "component_manifests": _wrap(components.component_manifests),
+            "component_manifest_files": _wrap(components.manifest_files),
+            "component_problems": _wrap(components.validate_component),
+            "gpu_operator_values": _wrap(components.gpu_operator_values),
+            "gpu_operator_toolkit_env": _wrap(components.toolkit_env),
+            "gpu_operator_containerd_mode": _wrap(components.containerd_mode),
+            "kubernetes_minor": _wrap(components.kubernetes_minor),
+            "cuda_smoke_pod": _wrap(components.cuda_smoke_pod),
+            "nfs_provisioner_values": _wrap(storage_components.nfs_provisioner_values),
+            "local_path_not_default": _wrap(storage_components.local_path_not_default),
+            "fast_scratch_manifests": _wrap(storage_components.fast_scratch_manifests),
+        }
