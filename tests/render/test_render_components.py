@@ -1,0 +1,269 @@
+"""Render every in-cluster component with playbooks/render.yml and validate it.
+
+* every manifest against the Kubernetes OpenAPI schema of the cluster's version
+  (kubernetes-validate, strict: unknown fields fail);
+* every chart's values: against the chart's values.schema.json where the chart
+  has one, else every key we set must exist in the chart's values.yaml;
+* the GPU Operator values against the ClusterPolicy CRD's openAPIV3Schema for
+  the operand sections the chart copies into the ClusterPolicy spec.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+from pathlib import Path
+
+import jsonschema
+import kubernetes_validate
+import pytest
+import yaml
+
+REPO = Path(__file__).resolve().parents[2]
+FIXTURES = REPO / "tests" / "fixtures"
+CHARTS = FIXTURES / "charts"
+HOMELAB = REPO / "inventories" / "homelab"
+CPU_ONLY = FIXTURES / "components" / "inventory-cpu-only"
+DEFAULT_CLASS = "storageclass.kubernetes.io/is-default-class"
+PSA_ENFORCE = "pod-security.kubernetes.io/enforce"
+
+
+def render(tmp_path_factory, inventory, *extra):
+    out = tmp_path_factory.mktemp("render")
+    env = dict(os.environ,
+               ANSIBLE_CONFIG=str(REPO / "ansible.cfg"),
+               ANSIBLE_COLLECTIONS_PATH=str(REPO / "collections"),
+               ANSIBLE_INJECT_FACT_VARS="false",
+               ANSIBLE_FORCE_COLOR="0",
+               ANSIBLE_STDOUT_CALLBACK="default")
+    cmd = ["ansible-playbook", str(REPO / "playbooks" / "render.yml"), "-i", str(inventory),
+           "-e", f"render_dir={out}"]
+    for item in extra:
+        cmd += ["-e", item]
+    result = subprocess.run(cmd, cwd=REPO, env=env, capture_output=True, text=True, timeout=300, check=False)
+    assert result.returncode == 0, result.stdout[-4000:] + result.stderr[-4000:]
+    return out
+
+
+@pytest.fixture(scope="module")
+def homelab(tmp_path_factory):
+    return render(tmp_path_factory, HOMELAB) / "homelab"
+
+
+@pytest.fixture(scope="module")
+def cpu_only(tmp_path_factory):
+    return render(tmp_path_factory, CPU_ONLY)
+
+
+@pytest.fixture(scope="module")
+def legacy(tmp_path_factory):
+    """The seed's operator on a k3s older than containerd 2."""
+    return render(tmp_path_factory, HOMELAB, "gpu_cluster_gpu_operator_version=v25.10.1",
+                  "gpu_cluster_k3s_version=v1.30.9+k3s1") / "homelab"
+
+
+def inventory_k8s_version(inventory):
+    for path in sorted(inventory.glob("group_vars/**/*.yml")) + sorted(inventory.glob("group_vars/*.yml")):
+        data = yaml.safe_load(path.read_text()) or {}
+        if "gpu_cluster_k3s_version" in data:
+            major, minor = data["gpu_cluster_k3s_version"].lstrip("v").split(".")[:2]
+            return f"{major}.{minor}"
+    raise AssertionError(f"no gpu_cluster_k3s_version in {inventory}")
+
+
+def bundles(cluster_dir):
+    return {d.name: d for d in sorted(cluster_dir.iterdir()) if d.is_dir()}
+
+
+def fleet(bundle_dir):
+    return yaml.safe_load((bundle_dir / "fleet.yaml").read_text())
+
+
+def manifests(root):
+    found = []
+    for path in sorted(root.rglob("*.yaml")):
+        if path.name == "fleet.yaml":
+            continue
+        for doc in yaml.safe_load_all(path.read_text()):
+            if doc:
+                found.append((path, doc))
+    return found
+
+
+def assert_valid_manifests(root, version):
+    found = manifests(root)
+    assert found, f"nothing rendered under {root}"
+    for path, doc in found:
+        try:
+            kubernetes_validate.validate(doc, version, strict=True)
+        except kubernetes_validate.ValidationError as exc:
+            pytest.fail(f"{path.name}: {exc.message} at {list(exc.path)}")
+
+
+def test_schema_version_is_shipped():
+    """kubernetes-validate 1.37.0 ships schemas 1.25 .. 1.37; k3s v1.33 validates against 1.33."""
+    assert inventory_k8s_version(HOMELAB) == "1.33"
+    assert "1.33.0" in kubernetes_validate.utils.all_versions()
+
+
+def test_homelab_manifests_are_valid(homelab):
+    assert_valid_manifests(homelab.parent, inventory_k8s_version(HOMELAB))
+
+
+def test_cpu_only_manifests_are_valid(cpu_only):
+    assert_valid_manifests(cpu_only, inventory_k8s_version(CPU_ONLY))
+
+
+def test_strict_validation_catches_unknown_fields():
+    sc = {"apiVersion": "storage.k8s.io/v1", "kind": "StorageClass", "metadata": {"name": "x"},
+          "provisioner": "p", "volumeBindingMod": "WaitForFirstConsumer"}
+    with pytest.raises(kubernetes_validate.ValidationError):
+        kubernetes_validate.validate(sc, "1.33", strict=True)
+
+
+def test_homelab_components(homelab):
+    assert set(bundles(homelab)) == {"nfs-subdir-external-provisioner", "local-path-not-default",
+                                     "fast-scratch", "gpu-operator"}
+
+
+def test_cpu_only_has_no_gpu_operator(cpu_only):
+    cluster = cpu_only / "cpu-lab"
+    assert set(bundles(cluster)) == {"nfs-subdir-external-provisioner", "local-path-not-default"}
+    assert not (cpu_only / "_verify").exists()
+    assert "gpu-operator" not in "".join(p.read_text() for p in cpu_only.rglob("*.yaml"))
+
+
+def test_nfs_client_is_the_only_default_class(homelab):
+    nfs = fleet(homelab / "nfs-subdir-external-provisioner")
+    assert nfs["helm"]["chart"] == "nfs-subdir-external-provisioner"
+    assert str(nfs["helm"]["version"]) == "4.0.18"
+    values = nfs["helm"]["values"]
+    assert values["storageClass"]["name"] == "nfs-client"
+    assert values["storageClass"]["defaultClass"] is True
+    assert values["nfs"] == {"server": "10.0.0.30", "path": "/export/k3s", "mountOptions": ["nfsvers=4.1"]}
+    classes = {doc["metadata"]["name"]: doc for _, doc in manifests(homelab) if doc["kind"] == "StorageClass"}
+    assert set(classes) == {"local-path", "fast-scratch"}
+    for sc in classes.values():
+        assert sc["metadata"]["annotations"][DEFAULT_CLASS] == "false"
+
+
+def test_local_path_redeclared_exactly_as_k3s_ships_it(homelab):
+    """Only the default annotation differs from k3s's bundled class (its fields are immutable)."""
+    bundled = [d for d in yaml.safe_load_all((CHARTS / "local-path-provisioner" / "k3s-bundled-local-storage.yaml")
+                                             .read_text()) if d and d["kind"] == "StorageClass"][0]
+    ours = [d for _, d in manifests(homelab / "local-path-not-default")][0]
+    assert bundled["metadata"]["annotations"][DEFAULT_CLASS] == "true"
+    for key in ("apiVersion", "kind", "provisioner", "volumeBindingMode", "reclaimPolicy"):
+        assert ours[key] == bundled[key]
+    assert ours["metadata"]["name"] == bundled["metadata"]["name"]
+    expected = dict(bundled["metadata"]["annotations"], **{DEFAULT_CLASS: "false"})
+    assert ours["metadata"]["annotations"] == expected
+
+
+def test_fast_scratch_on_gpu_workers_only(homelab):
+    docs = {(d["kind"], d["metadata"]["name"]): d for _, d in manifests(homelab / "fast-scratch")}
+    sc = docs[("StorageClass", "fast-scratch")]
+    assert sc["volumeBindingMode"] == "WaitForFirstConsumer"
+    assert sc["reclaimPolicy"] == "Delete"
+    config = json.loads(docs[("ConfigMap", "fast-scratch-config")]["data"]["config.json"])
+    hosts = yaml.safe_load((HOMELAB / "hosts.yml").read_text())
+    workers = hosts["all"]["children"]["k3s_cluster"]["children"]["k3s_agents"]["children"]["gpu_workers"]["hosts"]
+    assert config["nodePathMap"] == [{"node": n, "paths": ["/mnt/fast-scratch"]} for n in sorted(workers)]
+
+
+def test_only_gpu_operator_namespace_is_privileged(homelab):
+    namespaces = {d["metadata"]["name"]: d for _, d in manifests(homelab) if d["kind"] == "Namespace"}
+    privileged = {n for n, d in namespaces.items() if (d["metadata"].get("labels") or {}).get(PSA_ENFORCE)}
+    assert privileged == {"gpu-operator"}
+    assert namespaces["gpu-operator"]["metadata"]["labels"][PSA_ENFORCE] == "privileged"
+    for name, bundle in bundles(homelab).items():
+        labels = fleet(bundle).get("namespaceLabels") or {}
+        assert (PSA_ENFORCE in labels) == (name == "gpu-operator")
+
+
+def test_gpu_operator_values_for_k3s_with_containerd2(homelab):
+    helm = fleet(homelab / "gpu-operator")["helm"]
+    assert helm["chart"] == "gpu-operator"
+    assert helm["version"] == "v26.7.0"
+    assert helm["releaseName"] == "gpu-operator"
+    values = helm["values"]
+    assert values["toolkit"]["env"] == [{"name": "CONTAINERD_SOCKET", "value": "/run/k3s/containerd/containerd.sock"}]
+    assert values["daemonsets"]["annotations"]["gpu-cluster.cps/containerd-mode"] == "cdi"
+    assert values["driver"]["enabled"] is True
+    assert values["nfd"]["enabled"] and values["gfd"]["enabled"]
+    assert values["dcgmExporter"]["enabled"] and values["migManager"]["enabled"]
+    gpu_taint = {"key": "nvidia.com/gpu", "operator": "Exists", "effect": "NoSchedule"}
+    assert gpu_taint in values["daemonsets"]["tolerations"]
+    assert gpu_taint in values["node-feature-discovery"]["worker"]["tolerations"]
+
+
+def test_gpu_operator_legacy_values_and_seed_version(legacy):
+    helm = fleet(legacy / "gpu-operator")["helm"]
+    assert helm["version"] == "v25.10.1"
+    env = {e["name"]: e["value"] for e in helm["values"]["toolkit"]["env"]}
+    assert env["CONTAINERD_CONFIG"] == "/var/lib/rancher/k3s/agent/etc/containerd/config.toml.tmpl"
+    assert env["CONTAINERD_SOCKET"] == "/run/k3s/containerd/containerd.sock"
+    assert env["CONTAINERD_RUNTIME_CLASS"] == "nvidia"
+    assert env["CONTAINERD_SET_AS_DEFAULT"] == "true"
+    assert helm["values"]["daemonsets"]["annotations"]["gpu-cluster.cps/containerd-mode"] == "legacy"
+
+
+def unknown_keys(ours, chart, prefix=""):
+    """Keys we set that the chart's values.yaml does not have (a {} or null default accepts anything)."""
+    missing = []
+    for key, value in ours.items():
+        path = f"{prefix}{key}"
+        if not isinstance(chart, dict) or key not in chart:
+            missing.append(path)
+        elif isinstance(value, dict) and isinstance(chart[key], dict) and chart[key]:
+            missing += unknown_keys(value, chart[key], path + ".")
+    return missing
+
+
+def chart_values(chart_dir):
+    """(schema or None, defaults) of a chart copied into tests/fixtures/charts."""
+    schema = chart_dir / "values.schema.json"
+    return (json.loads(schema.read_text()) if schema.is_file() else None,
+            yaml.safe_load((chart_dir / "values.yaml").read_text()))
+
+
+@pytest.mark.parametrize(("bundle", "chart_dir"), [
+    ("nfs-subdir-external-provisioner", "nfs-subdir-external-provisioner-4.0.18"),
+    ("gpu-operator", "gpu-operator-v26.7.0"),
+])
+def test_chart_values_match_the_chart(homelab, bundle, chart_dir):
+    values = fleet(homelab / bundle)["helm"]["values"]
+    schema, defaults = chart_values(CHARTS / chart_dir)
+    if schema is not None:
+        jsonschema.validate(values, schema)
+    assert unknown_keys(values, defaults) == []
+
+
+def test_unknown_keys_would_be_caught():
+    assert unknown_keys({"toolkit": {"envv": []}, "nope": 1}, {"toolkit": {"env": []}}) == ["toolkit.envv", "nope"]
+
+
+def test_gpu_operator_values_against_clusterpolicy_crd(homelab):
+    crd = yaml.safe_load((CHARTS / "gpu-operator-v26.7.0" / "nvidia.com_clusterpolicies.yaml").read_text())
+    spec = crd["spec"]["versions"][0]["schema"]["openAPIV3Schema"]["properties"]["spec"]
+    values = fleet(homelab / "gpu-operator")["helm"]["values"]
+    checked = []
+    for section, ours in values.items():
+        if section not in spec["properties"]:
+            continue  # chart-only settings (nfd, node-feature-discovery subchart)
+        schema = spec["properties"][section]
+        jsonschema.validate(ours, schema)
+        # The API server prunes fields the CRD does not declare: they would be silently lost.
+        assert set(ours) <= set(schema["properties"]), (section, set(ours) - set(schema["properties"]))
+        checked.append(section)
+    assert {"driver", "toolkit", "daemonsets", "gfd", "dcgmExporter", "migManager", "mig", "operator"} <= set(checked)
+
+
+def test_cuda_smoke_test_pod(homelab):
+    pod = yaml.safe_load((homelab.parent / "_verify" / "homelab" / "cuda-smoke-test.yaml").read_text())
+    kubernetes_validate.validate(pod, "1.33", strict=True)
+    spec = pod["spec"]
+    assert spec["runtimeClassName"] == "nvidia"
+    assert spec["nodeSelector"] == {"gpu": "true"}
+    assert any(t["key"] == "nvidia.com/gpu" and t["effect"] == "NoSchedule" for t in spec["tolerations"])
