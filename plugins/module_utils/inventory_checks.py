@@ -22,7 +22,7 @@ UNPINNED = ("latest", "stable", "testing", "main", "master", "edge", "head")
 DNS_LABEL_RE = re.compile(r"^[a-z0-9]([-a-z0-9]{0,61}[a-z0-9])?$")
 DNS_NAME_RE = re.compile(r"^(?=.{1,253}$)[a-z0-9]([-a-z0-9]{0,61}[a-z0-9])?(\.[a-z0-9]([-a-z0-9]{0,61}[a-z0-9])?)*$")
 PCI_ID_RE = re.compile(r"^[0-9a-fA-F]{4}:[0-9a-fA-F]{4}$")
-PCI_ADDRESS_RE = re.compile(r"^([0-9a-fA-F]{4}:)?[0-9a-fA-F]{2}:[0-9a-fA-F]{2}(\.[0-7])?$")
+PCI_ADDRESS_RE = re.compile(r"^([0-9a-fA-F]{4}:)?[0-9a-fA-F]{2}:[0-9a-fA-F]{2}\.[0-7]$")
 MAPPING_NAME_RE = re.compile(r"^[A-Za-z][A-Za-z0-9_-]*$")
 DELIVERY_MODES = ("direct", "fleet")
 

@@ -1,0 +1,118 @@
+"""playbooks/preflight.yml for real: every bad inventory in preflight_cases.yml
+fails with its own message, the homelab inventory passes, and no host but
+localhost is ever touched.
+
+Each case is the homelab inventory copied to a temporary directory with the
+case's patch applied (a JSON merge patch per file), then
+``ansible-playbook playbooks/preflight.yml -i <that directory>``. The runs go
+in parallel threads so the whole table stays fast.
+"""
+
+from __future__ import annotations
+
+import copy
+import os
+import re
+import shutil
+import subprocess
+from concurrent.futures import ThreadPoolExecutor
+from pathlib import Path
+
+import pytest
+import yaml
+
+REPO = Path(__file__).resolve().parents[2]
+HOMELAB = REPO / "inventories" / "homelab"
+CASES = yaml.safe_load((Path(__file__).parent / "preflight_cases.yml").read_text())
+ANSIBLE_PLAYBOOK = shutil.which("ansible-playbook") or str(REPO / ".venv" / "bin" / "ansible-playbook")
+GOOD = "homelab"
+
+
+def merge_patch(target, patch):
+    """RFC 7386 JSON merge patch: mappings merge, None deletes, anything else replaces."""
+    if not isinstance(patch, dict):
+        return copy.deepcopy(patch)
+    result = dict(target) if isinstance(target, dict) else {}
+    for key, value in patch.items():
+        if value is None:
+            result.pop(key, None)
+        else:
+            result[key] = merge_patch(result.get(key), value)
+    return result
+
+
+def materialise(patch: dict, dest: Path) -> Path:
+    """Copy the homelab inventory to dest and apply patch; returns the inventory directory."""
+    inventory = dest / "inventory"
+    shutil.copytree(HOMELAB, inventory)
+    for name, file_patch in (patch or {}).items():
+        path = inventory / name
+        path.parent.mkdir(parents=True, exist_ok=True)
+        current = yaml.safe_load(path.read_text()) if path.exists() else {}
+        path.write_text(yaml.safe_dump(merge_patch(current or {}, file_patch), sort_keys=False))
+    return inventory
+
+
+def run_preflight(inventory: Path) -> subprocess.CompletedProcess:
+    env = dict(
+        os.environ,
+        ANSIBLE_CONFIG=str(REPO / "ansible.cfg"),
+        ANSIBLE_COLLECTIONS_PATH=str(REPO / "collections"),
+        ANSIBLE_INJECT_FACT_VARS="false",
+        ANSIBLE_FORCE_COLOR="0",
+        ANSIBLE_NOCOLOR="1",
+        ANSIBLE_STDOUT_CALLBACK="default",
+    )
+    return subprocess.run(
+        [ANSIBLE_PLAYBOOK, "playbooks/preflight.yml", "-i", str(inventory)],
+        cwd=REPO, env=env, capture_output=True, text=True, timeout=180, check=False,
+    )
+
+
+@pytest.fixture(scope="module")
+def results(tmp_path_factory) -> dict:
+    """Run preflight once per case (and once on the homelab), in parallel."""
+    jobs = {GOOD: materialise({}, tmp_path_factory.mktemp(GOOD))}
+    for case in CASES:
+        jobs[case["id"]] = materialise(case["patch"], tmp_path_factory.mktemp(case["id"]))
+    with ThreadPoolExecutor(max_workers=max(2, min(6, (os.cpu_count() or 2) * 2))) as pool:
+        futures = {name: pool.submit(run_preflight, inventory) for name, inventory in jobs.items()}
+        return {name: future.result() for name, future in futures.items()}
+
+
+def recap_hosts(output: str) -> list[str]:
+    """Host names listed under PLAY RECAP."""
+    recap = output.split("PLAY RECAP", 1)[1] if "PLAY RECAP" in output else ""
+    return re.findall(r"^(\S+)\s+:\s+ok=", recap, re.M)
+
+
+def test_table_is_large_and_distinct():
+    ids = [case["id"] for case in CASES]
+    messages = [case["message"] for case in CASES]
+    assert len(CASES) >= 15
+    assert len(set(ids)) == len(ids), "case ids must be unique"
+    assert len(set(messages)) == len(messages), "each case must have its own message"
+
+
+def test_merge_patch():
+    assert merge_patch({"a": {"b": 1, "c": 2}}, {"a": {"b": None, "d": [1]}}) == {"a": {"c": 2, "d": [1]}}
+
+
+def test_homelab_inventory_passes(results):
+    result = results[GOOD]
+    output = result.stdout + result.stderr
+    assert result.returncode == 0, output
+    assert "Inventory OK: cluster homelab, 3 server(s), 4 agent(s) (4 GPU worker(s)), 1 Proxmox host(s)" in output
+    assert recap_hosts(output) == ["localhost"]
+
+
+@pytest.mark.parametrize("case", CASES, ids=[case["id"] for case in CASES])
+def test_bad_inventory_fails_with_its_message(results, case):
+    result = results[case["id"]]
+    output = result.stdout + result.stderr
+    assert result.returncode != 0, f"preflight passed an inventory with {case['id']}:\n{output}"
+    assert "The inventory has" in output, f"preflight did not fail on its check:\n{output}"
+    assert case["message"] in output, f"expected {case['message']!r} in:\n{output}"
+    # Touching no host: only localhost ran anything; the homelab addresses are unreachable here.
+    assert recap_hosts(output) == ["localhost"], output
+    assert "UNREACHABLE" not in output
