@@ -72,7 +72,7 @@ def _host_variables(hostvars, host):
             try:
                 result[name] = variables[name]
             except AnsibleError as exc:
-                raise AnsibleFilterError("inventory_problems: %s: %s cannot be templated: %s" % (host, name, exc))
+                raise AnsibleFilterError("inventory_problems: %s: %s cannot be templated: %s" % (host, name, exc)) from exc
     return result
 
 

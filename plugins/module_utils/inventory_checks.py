@@ -108,41 +108,38 @@ def node_ip(hostvars_of_host):
     return value
 
 
+def _valid_dns_name(value):
+    return _is_str(value) and bool(DNS_NAME_RE.match(value))
+
+
+# kind -> (is the value valid?, what to use instead). k3s_version and version have their own checks.
+KINDS = {
+    "dns_label": (lambda v: _is_str(v) and bool(DNS_LABEL_RE.match(v)),
+                  "use a DNS label: lowercase letters, digits and '-', at most 63 characters (like homelab)"),
+    "dns_name": (_valid_dns_name, "use a lowercase DNS domain (like homelab.lan)"),
+    "network": (lambda v: _net(v) is not None,
+                "not a network in CIDR form; use an address with zero host bits and a prefix length (like 10.42.0.0/16)"),
+    "ip": (lambda v: _ip(v) is not None, "not an IP address; use a literal address (like 10.0.0.100)"),
+    "ip_list": (lambda v: isinstance(v, list) and bool(v) and all(_ip(item) is not None for item in v),
+                "use a list of IP addresses (like [10.0.0.1])"),
+    "host": (lambda v: _ip(v) is not None or _valid_dns_name(v), "use an IP address or a DNS name (like 10.0.0.30)"),
+    "abs_path": (lambda v: _is_str(v) and v.startswith("/"), "use an absolute path (like /export/k3s)"),
+    "delivery": (lambda v: v in DELIVERY_MODES, "use one of %s" % ", ".join(DELIVERY_MODES)),
+    "bool": (lambda v: isinstance(v, bool), "use true or false (a YAML boolean, not a string)"),
+}
+
+
 def _check_kind(where, name, kind, value):
     """Problems of one value against its kind (see CLUSTER_VARIABLES)."""
-    shown = repr(value)
-    if kind == "dns_label":
-        if not _is_str(value) or not DNS_LABEL_RE.match(value):
-            return ["%s: %s is %s; use a DNS label: lowercase letters, digits and '-', at most 63 characters (like homelab)" % (where, name, shown)]
-    elif kind == "dns_name":
-        if not _is_str(value) or not DNS_NAME_RE.match(value):
-            return ["%s: %s is %s; use a lowercase DNS domain (like homelab.lan)" % (where, name, shown)]
-    elif kind == "network":
-        if _net(value) is None:
-            return ["%s: %s is %s, not a network in CIDR form; use an address with zero host bits and a prefix length (like 10.42.0.0/16)" % (where, name, shown)]
-    elif kind == "ip":
-        if _ip(value) is None:
-            return ["%s: %s is %s, not an IP address; use a literal address (like 10.0.0.100)" % (where, name, shown)]
-    elif kind == "ip_list":
-        if not isinstance(value, list) or not value or any(_ip(item) is None for item in value):
-            return ["%s: %s is %s; use a list of IP addresses (like [10.0.0.1])" % (where, name, shown)]
-    elif kind == "host":
-        if _ip(value) is None and (not _is_str(value) or not DNS_NAME_RE.match(value)):
-            return ["%s: %s is %s; use an IP address or a DNS name (like 10.0.0.30)" % (where, name, shown)]
-    elif kind == "abs_path":
-        if not _is_str(value) or not value.startswith("/"):
-            return ["%s: %s is %s; use an absolute path (like /export/k3s)" % (where, name, shown)]
-    elif kind == "k3s_version":
+    if kind == "k3s_version":
         return _check_k3s_version(where, name, value)
-    elif kind == "version":
+    if kind == "version":
         return _check_pinned(where, name, value)
-    elif kind == "delivery":
-        if value not in DELIVERY_MODES:
-            return ["%s: %s is %s; use one of %s" % (where, name, shown, ", ".join(DELIVERY_MODES))]
-    elif kind == "bool":
-        if not isinstance(value, bool):
-            return ["%s: %s is %s; use true or false (a YAML boolean, not a string)" % (where, name, shown)]
-    return []
+    valid, advice = KINDS[kind]
+    if valid(value):
+        return []
+    separator = ", " if advice.startswith("not ") else "; "
+    return ["%s: %s is %r%s%s" % (where, name, value, separator, advice)]
 
 
 def _check_pinned(where, name, value):
@@ -200,7 +197,7 @@ def _check_groups(groups):
     agents = set(_group(groups, AGENTS))
     for host in servers:
         if host in agents:
-            roles = [g for g in (AGENTS,) + NODE_ROLE_GROUPS if host in _group(groups, g)]
+            roles = [g for g in (AGENTS, *NODE_ROLE_GROUPS) if host in _group(groups, g)]
             problems.append(
                 "%s: is in both k3s_servers and %s; a node is either a server or an agent, so remove it from one group "
                 "(GPU workers must be agents: servers keep etcd and are never drained for GPU driver work)" % (host, " and ".join(roles)))
@@ -363,11 +360,14 @@ def _check_proxmox_hosts(groups, hostvars):
             continue
         for device in listed:
             if not isinstance(device, dict) or "name" not in device or "address" not in device:
-                problems.append("%s: gpu_cluster_gpu_pci_devices entry %r needs a name and an address (like {name: a100-0, address: \"0000:17:00.0\"})" % (host, device))
+                problems.append(
+                    "%s: gpu_cluster_gpu_pci_devices entry %r needs a name and an address (like {name: a100-0, address: \"0000:17:00.0\"})" % (host, device))
                 continue
             name, address = device["name"], device["address"]
             if not _is_str(name) or not MAPPING_NAME_RE.match(name):
-                problems.append("%s: gpu_cluster_gpu_pci_devices name %r is not a valid Proxmox mapping id; start with a letter, then letters, digits, '-' or '_'" % (host, name))
+                problems.append(
+                    "%s: gpu_cluster_gpu_pci_devices name %r is not a valid Proxmox mapping id; start with a letter, then letters, digits, '-' or '_'"
+                    % (host, name))
             if not _is_str(address) or not PCI_ADDRESS_RE.match(address):
                 problems.append(
                     "%s: gpu_cluster_gpu_pci_devices %s address %r is not a PCI address; use domain:bus:slot.function like 0000:17:00.0 (from `lspci -D`)"
@@ -410,7 +410,8 @@ def _check_gpu_workers(groups, hostvars, devices):
             if name not in devices:
                 known = ", ".join(sorted(devices)) or "none declared"
                 problems.append(
-                    "%s: gpu_cluster_gpu_pci_mappings names %r, which no Proxmox host declares in gpu_cluster_gpu_pci_devices (%s); fix the name or declare the device"
+                    "%s: gpu_cluster_gpu_pci_mappings names %r, which no Proxmox host declares in gpu_cluster_gpu_pci_devices (%s); "
+                    "fix the name or declare the device"
                     % (host, name, known))
             elif name in assigned:
                 problems.append("%s: PCI device %s is already assigned to %s; a GPU can be passed through to one VM only" % (host, name, assigned[name]))
