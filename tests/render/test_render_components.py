@@ -150,9 +150,9 @@ def test_nfs_client_is_the_only_default_class(homelab):
 
 def test_local_path_redeclared_exactly_as_k3s_ships_it(homelab):
     """Only the default annotation differs from k3s's bundled class (its fields are immutable)."""
-    bundled = [d for d in yaml.safe_load_all((CHARTS / "local-path-provisioner" / "k3s-bundled-local-storage.yaml")
-                                             .read_text()) if d and d["kind"] == "StorageClass"][0]
-    ours = [d for _, d in manifests(homelab / "local-path-not-default")][0]
+    bundled = next(d for d in yaml.safe_load_all((CHARTS / "local-path-provisioner" / "k3s-bundled-local-storage.yaml")
+                                             .read_text()) if d and d["kind"] == "StorageClass")
+    ours = next(d for _, d in manifests(homelab / "local-path-not-default"))
     assert bundled["metadata"]["annotations"][DEFAULT_CLASS] == "true"
     for key in ("apiVersion", "kind", "provisioner", "volumeBindingMode", "reclaimPolicy"):
         assert ours[key] == bundled[key]

@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import pytest
-
 from ansible_collections.cps.gpu_cluster.plugins.module_utils import components as c
 
 CHART_COMPONENT = {
@@ -135,7 +134,7 @@ def test_gpu_operator_values_host_driver_and_extra_values():
 
 
 def test_parse_version_rejects_garbage():
-    with pytest.raises(ValueError, match="v1.33.5"):
+    with pytest.raises(ValueError, match=r"v1\.33\.5"):
         c.parse_version("latest")
     assert c.kubernetes_minor("v1.33.5+k3s1") == "1.33"
 

@@ -1,0 +1,125 @@
+"""component_delivery in fleet mode on localhost, and the SKIPPED lines of the
+storage and gpu phases when direct delivery has no cluster."""
+
+from __future__ import annotations
+
+import os
+import re
+import subprocess
+import sys
+import textwrap
+from pathlib import Path
+
+import yaml
+
+REPO = Path(__file__).resolve().parents[2]
+CPU_ONLY = REPO / "tests" / "fixtures" / "components" / "inventory-cpu-only"
+ENV = dict(os.environ,
+           ANSIBLE_CONFIG=str(REPO / "ansible.cfg"),
+           ANSIBLE_COLLECTIONS_PATH=str(REPO / "collections"),
+           ANSIBLE_INJECT_FACT_VARS="false",
+           ANSIBLE_FORCE_COLOR="0",
+           ANSIBLE_STDOUT_CALLBACK="default")
+
+
+LOCAL = ["-i", "localhost,", "-c", "local", "-e", f"ansible_python_interpreter={sys.executable}"]
+
+
+def playbook(*args):
+    result = subprocess.run(["ansible-playbook", *map(str, args)], cwd=REPO, env=ENV,
+                            capture_output=True, text=True, timeout=300, check=False)
+    return result.returncode, result.stdout + result.stderr
+
+
+def recap_changed(output):
+    return int(re.search(r"localhost\s*:\s*ok=\d+\s+changed=(\d+)", output).group(1))
+
+
+DELIVER = textwrap.dedent("""\
+    - hosts: localhost
+      gather_facts: false
+      tasks:
+        - ansible.builtin.include_role:
+            name: cps.gpu_cluster.component_delivery
+          vars:
+            component_delivery_mode: fleet
+            component_delivery_fleet_dir: "{{ fleet_dir }}"
+            component_delivery_cluster: lab
+            component_delivery_component:
+              name: demo
+              namespace: demo
+              chart: {repo: "https://charts.example.org", name: demo, version: 1.2.3, release: demo,
+                      values: {replicas: 2}}
+              manifests: "{{ demo_manifests }}"
+    """)
+
+
+def test_fleet_bundle_written_idempotently_and_pruned(tmp_path):
+    play = tmp_path / "deliver.yml"
+    play.write_text(DELIVER)
+    two = [{"apiVersion": "v1", "kind": "ConfigMap", "metadata": {"name": "one"}, "data": {"a": "1"}},
+           {"apiVersion": "v1", "kind": "ConfigMap", "metadata": {"name": "two"}, "data": {"b": "2"}}]
+    vars_two = tmp_path / "two.yml"
+    vars_two.write_text(yaml.safe_dump({"fleet_dir": str(tmp_path / "fleet"), "demo_manifests": two}))
+    rc, out = playbook(play, *LOCAL, "-e", f"@{vars_two}")
+    assert rc == 0, out
+    bundle = tmp_path / "fleet" / "lab" / "demo"
+    assert sorted(p.name for p in bundle.iterdir()) == ["00-configmap-one.yaml", "01-configmap-two.yaml", "fleet.yaml"]
+    assert yaml.safe_load((bundle / "fleet.yaml").read_text()) == {
+        "defaultNamespace": "demo",
+        "helm": {"repo": "https://charts.example.org", "chart": "demo", "version": "1.2.3",
+                 "releaseName": "demo", "values": {"replicas": 2}},
+    }
+    assert yaml.safe_load((bundle / "01-configmap-two.yaml").read_text()) == two[1]
+
+    rc, out = playbook(play, *LOCAL, "-e", f"@{vars_two}")
+    assert rc == 0, out
+    assert recap_changed(out) == 0, out
+
+    vars_one = tmp_path / "one.yml"
+    vars_one.write_text(yaml.safe_dump({"fleet_dir": str(tmp_path / "fleet"), "demo_manifests": two[:1]}))
+    rc, out = playbook(play, *LOCAL, "-e", f"@{vars_one}", "--check")
+    assert rc == 0, out
+    assert (bundle / "01-configmap-two.yaml").exists(), "check mode must not remove anything"
+    rc, out = playbook(play, *LOCAL, "-e", f"@{vars_one}")
+    assert rc == 0, out
+    assert sorted(p.name for p in bundle.iterdir()) == ["00-configmap-one.yaml", "fleet.yaml"]
+
+
+def test_broken_component_fails_with_what_to_change(tmp_path):
+    play = tmp_path / "deliver.yml"
+    play.write_text(DELIVER.replace("version: 1.2.3", "version: latest"))
+    rc, out = playbook(play, *LOCAL, "-e", f"fleet_dir={tmp_path}", "-e", "demo_manifests=[]")
+    assert rc != 0
+    assert "chart.version must be pinned" in out
+
+
+def test_storage_phase_skips_without_a_cluster():
+    rc, out = playbook(REPO / "playbooks" / "storage.yml", "-i", CPU_ONLY, "--limit", "localhost")
+    assert rc == 0, out
+    lines = [line for line in out.splitlines() if "SKIPPED storage:" in line]
+    assert len(lines) == 1, out
+    assert "kubeconfig /nonexistent/cpu-lab.yaml does not exist" in lines[0]
+
+
+def test_gpu_phase_skips_on_a_cpu_only_cluster():
+    rc, out = playbook(REPO / "playbooks" / "gpu.yml", "-i", CPU_ONLY)
+    assert rc == 0, out
+    lines = [line for line in out.splitlines() if "SKIPPED gpu:" in line]
+    assert len(lines) == 1, out
+    assert "no hosts in group gpu_workers" in lines[0]
+
+
+def test_gpu_phase_skips_without_a_reachable_api(tmp_path):
+    kubeconfig = tmp_path / "kubeconfig"
+    kubeconfig.write_text(yaml.safe_dump({
+        "apiVersion": "v1", "kind": "Config", "current-context": "x",
+        "clusters": [{"name": "x", "cluster": {"server": "https://127.0.0.1:1"}}],
+        "contexts": [{"name": "x", "context": {"cluster": "x", "user": "x"}}],
+        "users": [{"name": "x", "user": {"token": "t"}}]}))
+    rc, out = playbook(REPO / "playbooks" / "gpu.yml", "-i", REPO / "inventories" / "homelab",
+                       "-e", f"gpu_cluster_kubeconfig={kubeconfig}")
+    assert rc == 0, out
+    lines = [line for line in out.splitlines() if "SKIPPED gpu:" in line]
+    assert len(lines) == 1, out
+    assert "no Kubernetes API server answers at 127.0.0.1:1" in lines[0]
