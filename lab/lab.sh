@@ -5,7 +5,8 @@
 #   bash lab/lab.sh down      remove the containers, the network and lab/.state
 # Settings (environment): LAB_SUBNET (first three octets, default 172.31.250),
 # LAB_NETWORK (podman network name), TEST_IMAGE, LAB_ANSIBLE_ARGS (extra
-# ansible-playbook arguments, e.g. "--tags preflight,k3s" or "-v").
+# ansible-playbook arguments, e.g. "--tags preflight,k3s" or "-v"), LAB_STATE
+# (where the inventory and logs go, default lab/.state).
 set -euo pipefail
 
 repo=$(cd "$(dirname "$0")/.." && pwd)
@@ -19,7 +20,7 @@ fi
 subnet="${LAB_SUBNET:-172.31.250}"
 network="${LAB_NETWORK:-cps-gpu-lab}"
 image="${TEST_IMAGE:-localhost/cps-gpu-cluster-bookworm}:latest"
-state="$repo/lab/.state"
+state="${LAB_STATE:-$repo/lab/.state}"
 inventory="$state/inventory"
 
 # name  group  last octet: the homelab in small (pve1, cp1..3, a GPU agent, a non-GPU agent)
@@ -118,6 +119,11 @@ gpu_cluster_dns_servers: [$subnet.1]
 gpu_cluster_api_vip: $subnet.100
 gpu_cluster_cluster_cidr: 10.42.0.0/16
 gpu_cluster_service_cidr: 10.43.0.0/16
+# The NFS export the storage classes would use: the lab's Proxmox-like host
+# stands in for the homelab's NAS (no container serves NFS; the storage
+# classes skip without a cluster).
+gpu_cluster_nfs_server: $subnet.2
+gpu_cluster_nfs_path: /export/k3s
 gpu_cluster_k3s_version: $(yaml_value gpu_cluster_k3s_version)
 gpu_cluster_gpu_operator_version: $(yaml_value gpu_cluster_gpu_operator_version)
 gpu_cluster_delivery: direct
