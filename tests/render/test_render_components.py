@@ -29,8 +29,8 @@ DEFAULT_CLASS = "storageclass.kubernetes.io/is-default-class"
 PSA_ENFORCE = "pod-security.kubernetes.io/enforce"
 
 
-def render(tmp_path_factory, inventory, *extra):
-    out = tmp_path_factory.mktemp("render")
+def start_render(out, inventory, *extra):
+    """Start playbooks/render.yml for an inventory into ``out`` (the renders run in parallel)."""
     env = dict(os.environ,
                ANSIBLE_CONFIG=str(REPO / "ansible.cfg"),
                ANSIBLE_COLLECTIONS_PATH=str(REPO / "collections"),
@@ -41,26 +41,39 @@ def render(tmp_path_factory, inventory, *extra):
            "-e", f"render_dir={out}"]
     for item in extra:
         cmd += ["-e", item]
-    result = subprocess.run(cmd, cwd=REPO, env=env, capture_output=True, text=True, timeout=300, check=False)
-    assert result.returncode == 0, result.stdout[-4000:] + result.stderr[-4000:]
-    return out
+    return subprocess.Popen(cmd, cwd=REPO, env=env, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
 
 
 @pytest.fixture(scope="module")
-def homelab(tmp_path_factory):
-    return render(tmp_path_factory, HOMELAB) / "homelab"
+def rendered(tmp_path_factory):
+    """{name: render_dir} for the homelab, the CPU-only inventory and the seed operator on an older k3s."""
+    jobs = {
+        "homelab": (HOMELAB,),
+        "cpu_only": (CPU_ONLY,),
+        # The seed's operator on a k3s older than containerd 2.
+        "legacy": (HOMELAB, "gpu_cluster_gpu_operator_version=v25.10.1", "gpu_cluster_k3s_version=v1.30.9+k3s1"),
+    }
+    outs = {name: tmp_path_factory.mktemp(name) for name in jobs}
+    procs = {name: start_render(outs[name], *args) for name, args in jobs.items()}
+    for name, proc in procs.items():
+        output, _ = proc.communicate(timeout=300)
+        assert proc.returncode == 0, f"render of {name} failed:\n{output[-6000:]}"
+    return outs
 
 
 @pytest.fixture(scope="module")
-def cpu_only(tmp_path_factory):
-    return render(tmp_path_factory, CPU_ONLY)
+def homelab(rendered):
+    return rendered["homelab"] / "homelab"
 
 
 @pytest.fixture(scope="module")
-def legacy(tmp_path_factory):
-    """The seed's operator on a k3s older than containerd 2."""
-    return render(tmp_path_factory, HOMELAB, "gpu_cluster_gpu_operator_version=v25.10.1",
-                  "gpu_cluster_k3s_version=v1.30.9+k3s1") / "homelab"
+def cpu_only(rendered):
+    return rendered["cpu_only"]
+
+
+@pytest.fixture(scope="module")
+def legacy(rendered):
+    return rendered["legacy"] / "homelab"
 
 
 def inventory_k8s_version(inventory):
@@ -142,7 +155,7 @@ def test_nfs_client_is_the_only_default_class(homelab):
     assert values["storageClass"]["name"] == "nfs-client"
     assert values["storageClass"]["defaultClass"] is True
     assert values["nfs"] == {"server": "10.0.0.30", "path": "/export/k3s", "mountOptions": ["nfsvers=4.1"]}
-    classes = {doc["metadata"]["name"]: doc for _, doc in manifests(homelab) if doc["kind"] == "StorageClass"}
+    classes = {doc["metadata"]["name"]: doc for _path, doc in manifests(homelab) if doc["kind"] == "StorageClass"}
     assert set(classes) == {"local-path", "fast-scratch"}
     for sc in classes.values():
         assert sc["metadata"]["annotations"][DEFAULT_CLASS] == "false"
@@ -150,9 +163,9 @@ def test_nfs_client_is_the_only_default_class(homelab):
 
 def test_local_path_redeclared_exactly_as_k3s_ships_it(homelab):
     """Only the default annotation differs from k3s's bundled class (its fields are immutable)."""
-    bundled = next(d for d in yaml.safe_load_all((CHARTS / "local-path-provisioner" / "k3s-bundled-local-storage.yaml")
-                                             .read_text()) if d and d["kind"] == "StorageClass")
-    ours = next(d for _, d in manifests(homelab / "local-path-not-default"))
+    k3s_manifest = (CHARTS / "local-path-provisioner" / "k3s-bundled-local-storage.yaml").read_text()
+    bundled = next(d for d in yaml.safe_load_all(k3s_manifest) if d and d["kind"] == "StorageClass")
+    ours = next(d for _path, d in manifests(homelab / "local-path-not-default"))
     assert bundled["metadata"]["annotations"][DEFAULT_CLASS] == "true"
     for key in ("apiVersion", "kind", "provisioner", "volumeBindingMode", "reclaimPolicy"):
         assert ours[key] == bundled[key]
@@ -162,7 +175,7 @@ def test_local_path_redeclared_exactly_as_k3s_ships_it(homelab):
 
 
 def test_fast_scratch_on_gpu_workers_only(homelab):
-    docs = {(d["kind"], d["metadata"]["name"]): d for _, d in manifests(homelab / "fast-scratch")}
+    docs = {(d["kind"], d["metadata"]["name"]): d for _path, d in manifests(homelab / "fast-scratch")}
     sc = docs[("StorageClass", "fast-scratch")]
     assert sc["volumeBindingMode"] == "WaitForFirstConsumer"
     assert sc["reclaimPolicy"] == "Delete"
@@ -173,7 +186,7 @@ def test_fast_scratch_on_gpu_workers_only(homelab):
 
 
 def test_only_gpu_operator_namespace_is_privileged(homelab):
-    namespaces = {d["metadata"]["name"]: d for _, d in manifests(homelab) if d["kind"] == "Namespace"}
+    namespaces = {d["metadata"]["name"]: d for _path, d in manifests(homelab) if d["kind"] == "Namespace"}
     privileged = {n for n, d in namespaces.items() if (d["metadata"].get("labels") or {}).get(PSA_ENFORCE)}
     assert privileged == {"gpu-operator"}
     assert namespaces["gpu-operator"]["metadata"]["labels"][PSA_ENFORCE] == "privileged"

@@ -1,0 +1,68 @@
+"""Live tier: the storage and gpu phases in direct delivery against a real cluster.
+
+Runs only when GPU_CLUSTER_KUBECONFIG names the kubeconfig of a cluster built from
+GPU_CLUSTER_INVENTORY (default inventories/homelab; its nodes must be reachable, the
+phases also configure them) and helm is installed; skipped with the reason otherwise.
+It changes the cluster (installs the components).
+"""
+
+from __future__ import annotations
+
+import os
+import shutil
+import subprocess
+from pathlib import Path
+
+import kubernetes
+import pytest
+
+REPO = Path(__file__).resolve().parents[2]
+KUBECONFIG = os.environ.get("GPU_CLUSTER_KUBECONFIG", "")
+INVENTORY = os.environ.get("GPU_CLUSTER_INVENTORY", str(REPO / "inventories" / "homelab"))
+DEFAULT_CLASS = "storageclass.kubernetes.io/is-default-class"
+
+pytestmark = [
+    pytest.mark.skipif(not KUBECONFIG, reason="live tier: set GPU_CLUSTER_KUBECONFIG to a cluster's kubeconfig"),
+    pytest.mark.skipif(shutil.which("helm") is None, reason="live tier: helm is not installed on this machine"),
+]
+
+
+def run_phase(name):
+    env = dict(os.environ, ANSIBLE_CONFIG=str(REPO / "ansible.cfg"),
+               ANSIBLE_COLLECTIONS_PATH=str(REPO / "collections"), ANSIBLE_INJECT_FACT_VARS="false")
+    result = subprocess.run(
+        ["ansible-playbook", str(REPO / "playbooks" / f"{name}.yml"), "-i", INVENTORY,
+         "-e", f"gpu_cluster_kubeconfig={KUBECONFIG}", "-e", "gpu_cluster_delivery=direct"],
+        cwd=REPO, env=env, capture_output=True, text=True, timeout=1800, check=False)
+    assert result.returncode == 0, result.stdout[-4000:] + result.stderr[-4000:]
+    assert f"SKIPPED {name}:" not in result.stdout, result.stdout[-2000:]
+
+
+@pytest.fixture(scope="module")
+def api():
+    return kubernetes.config.new_client_from_config(config_file=KUBECONFIG)
+
+
+def test_storage_phase_makes_nfs_client_the_only_default(api):
+    run_phase("storage")
+    classes = kubernetes.client.StorageV1Api(api).list_storage_class().items
+    defaults = [sc.metadata.name for sc in classes
+                if (sc.metadata.annotations or {}).get(DEFAULT_CLASS) == "true"]
+    assert defaults == ["nfs-client"]
+    scratch = [sc for sc in classes if sc.metadata.name == "fast-scratch"]
+    if scratch:
+        assert scratch[0].volume_binding_mode == "WaitForFirstConsumer"
+        assert scratch[0].reclaim_policy == "Delete"
+
+
+def test_gpu_phase_labels_only_its_namespace(api):
+    nodes = kubernetes.client.CoreV1Api(api).list_node(label_selector="gpu=true").items
+    if not nodes:
+        pytest.skip("live tier: the cluster has no nodes labelled gpu=true")
+    run_phase("gpu")
+    namespaces = kubernetes.client.CoreV1Api(api).list_namespace().items
+    privileged = [ns.metadata.name for ns in namespaces
+                  if (ns.metadata.labels or {}).get("pod-security.kubernetes.io/enforce") == "privileged"]
+    assert privileged == ["gpu-operator"]
+    runtime_class = kubernetes.client.NodeV1Api(api).read_runtime_class("nvidia")
+    assert runtime_class.handler == "nvidia"
