@@ -72,6 +72,29 @@ wait_for_systemd() {
   return 1
 }
 
+# The GPU worker's NVMe scratch disk: a loop device named like the VM's virtio
+# disk (/dev/disk/by-id/virtio-scratch), so the storage phase partitions,
+# formats and mounts it for real. The container's /dev is a tmpfs, so the
+# partition nodes the kernel adds are reached through a devtmpfs mount.
+scratch_up() {
+  podman exec "$1" sh -euc '
+    [ -e /dev/disk/by-id/virtio-scratch ] && exit 0
+    truncate -s 512M /var/tmp/lab-scratch.img
+    loop=$(losetup --find --partscan --show /var/tmp/lab-scratch.img)
+    mkdir -p /run/lab-devtmpfs /dev/disk/by-id
+    mountpoint -q /run/lab-devtmpfs || mount -t devtmpfs devtmpfs /run/lab-devtmpfs
+    ln -sfn "/run/lab-devtmpfs/${loop##*/}" /dev/disk/by-id/virtio-scratch
+    echo "lab: $(hostname) scratch disk: $loop as /dev/disk/by-id/virtio-scratch"'
+}
+
+# Loop devices belong to the host kernel: detach them before the container goes.
+scratch_down() {
+  podman exec "$1" sh -uc '
+    umount /mnt/fast-scratch 2>/dev/null
+    for loop in $(losetup -j /var/tmp/lab-scratch.img -O NAME -n 2>/dev/null); do losetup -d "$loop"; done
+    true' || true
+}
+
 write_inventory() {
   local name group octet
   rm -rf "$inventory"
@@ -158,6 +181,8 @@ gpu_cluster_vm_memory_mb: 131072
 gpu_cluster_vm_disk_gb: 500
 gpu_cluster_gpu_count: 2
 gpu_cluster_gpu_model: NVIDIA A100 80GB PCIe
+# A 512 MB loop device stands in for the 1 TB NVMe scratch disk (lab.sh up).
+gpu_cluster_scratch_device: /dev/disk/by-id/virtio-scratch
 EOF
   say "inventory written to ${inventory#"$repo"/}"
 }
@@ -213,6 +238,12 @@ up() {
   for name in $(names); do
     wait_for_systemd "$name"
   done
+  for node in "${nodes[@]}"; do
+    set -- $node
+    if [ "$2" = gpu_workers ]; then
+      scratch_up "$1"
+    fi
+  done
   write_inventory
 
   local log="$state/site.log" rc
@@ -238,6 +269,7 @@ down() {
   local name
   for name in $(names); do
     if podman container exists "$name"; then
+      scratch_down "$name"
       say "removing $name"
       podman rm -f -t 2 "$name" >/dev/null
     fi
