@@ -53,7 +53,7 @@ def materialise(patch: dict, dest: Path) -> Path:
     return inventory
 
 
-def run_preflight(inventory: Path) -> subprocess.CompletedProcess:
+def run_preflight(inventory: Path, playbook: str = "playbooks/preflight.yml") -> subprocess.CompletedProcess:
     env = dict(
         os.environ,
         ANSIBLE_CONFIG=str(REPO / "ansible.cfg"),
@@ -64,7 +64,7 @@ def run_preflight(inventory: Path) -> subprocess.CompletedProcess:
         ANSIBLE_STDOUT_CALLBACK="default",
     )
     return subprocess.run(
-        [ANSIBLE_PLAYBOOK, "playbooks/preflight.yml", "-i", str(inventory)],
+        [ANSIBLE_PLAYBOOK, playbook, "-i", str(inventory)],
         cwd=REPO, env=env, capture_output=True, text=True, timeout=180, check=False,
     )
 
@@ -116,3 +116,14 @@ def test_bad_inventory_fails_with_its_message(results, case):
     # Touching no host: only localhost ran anything; the homelab addresses are unreachable here.
     assert recap_hosts(output) == ["localhost"], output
     assert "UNREACHABLE" not in output
+
+
+def test_site_stops_after_a_failed_preflight(tmp_path):
+    """site.yml with a bad inventory runs no phase after preflight, so no host is touched."""
+    case = next(case for case in CASES if case["id"] == "two_servers")
+    result = run_preflight(materialise(case["patch"], tmp_path), playbook="playbooks/site.yml")
+    output = result.stdout + result.stderr
+    assert result.returncode != 0
+    assert case["message"] in output
+    assert re.findall(r"^PLAY \[([^\]]+)\]", output, re.M) == ["Preflight"], output
+    assert recap_hosts(output) == ["localhost"]
