@@ -1,0 +1,76 @@
+"""The inventory_problems filter: reads only ansible_host and gpu_cluster_*
+from hostvars, turns templating errors into a filter error naming the host and
+variable, and refuses inputs that are not mappings."""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+
+import pytest
+from ansible.errors import AnsibleError, AnsibleFilterError
+from ansible_collections.cps.gpu_cluster.plugins.filter.inventory_problems import FilterModule, inventory_problems
+
+
+class LazyHostVars(Mapping):
+    """Like Ansible's HostVarsVars: a value is templated when read, and may fail."""
+
+    def __init__(self, values):
+        self._values = values
+
+    def __getitem__(self, key):
+        value = self._values[key]
+        if isinstance(value, Exception):
+            raise value
+        return value
+
+    def __iter__(self):
+        return iter(self._values)
+
+    def __len__(self):
+        return len(self._values)
+
+
+GROUPS = {"all": ["cp1"], "k3s_cluster": ["cp1"], "k3s_servers": ["cp1"], "k3s_agents": []}
+CP1 = {
+    "ansible_host": "10.0.0.11",
+    "gpu_cluster_name": "homelab",
+    "gpu_cluster_node_network": "10.0.0.0/24",
+    "gpu_cluster_gateway": "10.0.0.1",
+    "gpu_cluster_api_vip": "10.0.0.100",
+    "gpu_cluster_cluster_cidr": "10.42.0.0/16",
+    "gpu_cluster_service_cidr": "10.43.0.0/16",
+    "gpu_cluster_k3s_version": "v1.33.5+k3s1",
+}
+
+
+def test_registered_under_its_name():
+    assert FilterModule().filters()["inventory_problems"] is inventory_problems
+
+
+def test_sound_single_server_inventory():
+    assert inventory_problems(GROUPS, {"cp1": LazyHostVars(CP1)}) == []
+
+
+def test_only_collection_variables_are_read():
+    broken = dict(CP1, unrelated=AnsibleError("would fail if templated"))
+    assert inventory_problems(GROUPS, {"cp1": LazyHostVars(broken)}) == []
+
+
+def test_templating_error_names_host_and_variable():
+    broken = dict(CP1, gpu_cluster_name=AnsibleError("'undefined_thing' is undefined"))
+    with pytest.raises(AnsibleFilterError, match="cp1: gpu_cluster_name cannot be templated"):
+        inventory_problems(GROUPS, {"cp1": LazyHostVars(broken)})
+
+
+def test_problems_come_through():
+    problems = inventory_problems(GROUPS, {"cp1": LazyHostVars(dict(CP1, gpu_cluster_k3s_version="latest"))})
+    assert problems == ["k3s_cluster: gpu_cluster_k3s_version is 'latest', a channel, not a release; pin a K3s release like v1.33.5+k3s1"]
+
+
+@pytest.mark.parametrize("groups,hostvars,needle", [
+    (["cp1"], {}, "the input must be the groups mapping"),
+    (GROUPS, ["cp1"], "hostvars must be a mapping"),
+])
+def test_refuses_non_mappings(groups, hostvars, needle):
+    with pytest.raises(AnsibleFilterError, match=needle):
+        inventory_problems(groups, hostvars)
