@@ -1,0 +1,174 @@
+#!/usr/bin/python
+# -*- coding: utf-8 -*-
+# Copyright: (c) 2026, cps.gpu_cluster contributors
+# GNU General Public License v3.0+ (see COPYING or https://www.gnu.org/licenses/gpl-3.0.txt)
+
+from __future__ import (absolute_import, division, print_function)
+__metaclass__ = type
+
+DOCUMENTATION = r"""
+---
+module: pci_gpu_facts
+short_description: NVIDIA GPUs on the PCI bus, their drivers and IOMMU groups
+version_added: 0.1.0
+description:
+  - Reads sysfs (and optionally C(lspci -nnk)) and returns one entry per NVIDIA display or 3D
+    controller with its ids, class, bound driver, IOMMU group (with every device in it) and NUMA node.
+  - Works the same on a Proxmox VE host (are the GPUs bound to C(vfio-pci), is each IOMMU group
+    viable) and inside a worker VM (are the passed-through GPUs visible, even with no NVIDIA driver).
+  - Read-only; supports check mode.
+options:
+  sysfs_path:
+    description:
+      - Root of the sysfs tree to read. Point it at a captured tree in tests.
+    type: path
+    default: /sys
+  use_lspci:
+    description:
+      - Also run C(lspci -nnk) to add each GPU's name and kernel modules, and GPUs that lspci
+        sees but the sysfs tree lacks.
+    type: bool
+    default: false
+author:
+  - cps.gpu_cluster contributors
+notes:
+  - C(driver) is the driver bound now (for example C(vfio-pci), C(nvidia), C(nouveau)), or C(none).
+"""
+
+EXAMPLES = r"""
+- name: Read the host's GPUs and IOMMU groups
+  cps.gpu_cluster.pci_gpu_facts:
+
+- name: Every GPU is bound to vfio-pci
+  ansible.builtin.assert:
+    that: ansible_facts['pci_gpus'] | rejectattr('driver', 'eq', 'vfio-pci') | list | length == 0
+
+- name: Read a captured sysfs tree
+  cps.gpu_cluster.pci_gpu_facts:
+    sysfs_path: /tmp/captured-sys
+"""
+
+RETURN = r"""
+iommu_enabled:
+  description: Whether the kernel runs an IOMMU (it has built IOMMU groups).
+  returned: always
+  type: bool
+  sample: true
+ansible_facts:
+  description: Facts set by the module.
+  returned: always
+  type: dict
+  contains:
+    iommu_enabled:
+      description: Same as the top-level C(iommu_enabled).
+      type: bool
+      returned: always
+    pci_gpus:
+      description: One entry per NVIDIA display or 3D controller, sorted by address.
+      type: list
+      elements: dict
+      returned: always
+      sample:
+        - address: "0000:17:00.0"
+          vendor_id: "10de"
+          device_id: "20b5"
+          subsystem_id: "10de:1533"
+          class: "0302"
+          class_name: 3D controller
+          driver: vfio-pci
+          iommu_group: 42
+          numa_node: 0
+          functions: ["0000:17:00.0"]
+          group_devices:
+            - {address: "0000:17:00.0", vendor_id: "10de", device_id: "20b5", class: "0302",
+               class_name: 3D controller, driver: vfio-pci}
+          group_foreign_devices: []
+          group_isolated: true
+      contains:
+        address:
+          description: PCI address, C(domain:bus:slot.function).
+          type: str
+        vendor_id:
+          description: PCI vendor id, four hex digits.
+          type: str
+        device_id:
+          description: PCI device id, four hex digits.
+          type: str
+        subsystem_id:
+          description: Subsystem C(vendor:device) ids, or null when unknown.
+          type: str
+        class:
+          description: PCI class and subclass, four hex digits (C(0300) VGA, C(0302) 3D controller).
+          type: str
+        class_name:
+          description: The class in words.
+          type: str
+        driver:
+          description: The bound kernel driver, or C(none).
+          type: str
+        iommu_group:
+          description: IOMMU group number, or null without an IOMMU.
+          type: int
+        numa_node:
+          description: NUMA node of the device, or null when the platform reports none.
+          type: int
+        functions:
+          description: Every PCI function of the same card (for example the GPU's audio function).
+          type: list
+          elements: str
+        group_devices:
+          description: Every device in the GPU's IOMMU group with its address, ids, class and driver.
+          type: list
+          elements: dict
+        group_foreign_devices:
+          description: Addresses in the group that are not functions of this card.
+          type: list
+          elements: str
+        group_isolated:
+          description: True when the group holds only this card's functions.
+          type: bool
+        name:
+          description: The device name from lspci (only with I(use_lspci)).
+          type: str
+          returned: when use_lspci is true
+        kernel_modules:
+          description: Kernel modules able to drive it, from lspci (only with I(use_lspci)).
+          type: list
+          elements: str
+          returned: when use_lspci is true
+"""
+
+from ansible.module_utils.basic import AnsibleModule
+
+from ansible_collections.cps.gpu_cluster.plugins.module_utils.pci_sysfs import (
+    gpu_facts,
+    merge_lspci,
+    parse_lspci_nnk,
+)
+
+
+def main():
+    module = AnsibleModule(
+        argument_spec=dict(
+            sysfs_path=dict(type="path", default="/sys"),
+            use_lspci=dict(type="bool", default=False),
+        ),
+        supports_check_mode=True,
+    )
+    sysfs_path = module.params["sysfs_path"]
+    gpus, enabled = gpu_facts(sysfs_path)
+    if module.params["use_lspci"]:
+        lspci = module.get_bin_path("lspci", required=True)
+        rc, out, err = module.run_command([lspci, "-nnk"])
+        if rc != 0:
+            module.fail_json(msg="lspci -nnk failed (rc=%d): %s" % (rc, err.strip()))
+        gpus = merge_lspci(gpus, parse_lspci_nnk(out))
+    module.exit_json(
+        changed=False,
+        iommu_enabled=enabled,
+        ansible_facts={"pci_gpus": gpus, "iommu_enabled": enabled},
+    )
+
+
+if __name__ == "__main__":
+    main()
