@@ -1,0 +1,22 @@
+terraform {
+  required_version = ">= 1.5.0"
+
+  required_providers {
+    proxmox = {
+      source  = "bpg/proxmox"
+      version = "= 0.84.1"
+    }
+    local = {
+      source  = "hashicorp/local"
+      version = "= 2.5.3"
+    }
+  }
+}
+
+# The API token never lives in a file: the provider reads
+# PROXMOX_VE_API_TOKEN ("user@realm!name=secret") from the environment, and
+# PROXMOX_VE_ENDPOINT when var.proxmox_endpoint is empty.
+provider "proxmox" {
+  endpoint = var.proxmox_endpoint != "" ? var.proxmox_endpoint : null
+  insecure = var.proxmox_insecure
+}
