@@ -283,6 +283,11 @@ variable "gpu_pci_mappings" {
   type        = list(string)
   description = "Pool of Proxmox PCI resource mapping names handed out in order to the generated GPU workers (when gpu_workers is empty), as many per worker as its preset's gpus."
   default     = []
+
+  validation {
+    condition     = alltrue([for m in var.gpu_pci_mappings : can(regex("^[A-Za-z][A-Za-z0-9_-]*$", m))]) && length(distinct(var.gpu_pci_mappings)) == length(var.gpu_pci_mappings)
+    error_message = "gpu_pci_mappings must list distinct Proxmox PCI mapping ids (a letter, then letters, digits, '_' or '-'), e.g. [\"a100-0\", \"a100-1\"]."
+  }
 }
 
 variable "gpu_workers" {
@@ -347,12 +352,22 @@ variable "gpu_model" {
   type        = string
   description = "GPU model nvidia-smi reports on the workers (gpu_cluster_gpu_model in the generated inventory)."
   default     = "NVIDIA A100 80GB PCIe"
+
+  validation {
+    condition     = length(trimspace(var.gpu_model)) > 0
+    error_message = "gpu_model must be the model name nvidia-smi prints, e.g. NVIDIA A100 80GB PCIe."
+  }
 }
 
 variable "inventory_path" {
   type        = string
   description = "Where to write the generated Ansible inventory; empty: generated/inventory.yml in this module."
   default     = ""
+
+  validation {
+    condition     = var.inventory_path == "" || can(regex("\\.ya?ml$", var.inventory_path))
+    error_message = "inventory_path must name a .yml or .yaml file (Ansible reads the inventory by its extension), or be empty."
+  }
 }
 
 variable "inventory_vars" {

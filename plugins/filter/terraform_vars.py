@@ -1,0 +1,90 @@
+# -*- coding: utf-8 -*-
+# Copyright: (c) 2026, cps.gpu_cluster contributors
+# GNU General Public License v3.0+ (see COPYING or https://www.gnu.org/licenses/gpl-3.0.txt)
+"""Filter terraform_vars: the terraform/proxmox variables an inventory describes."""
+
+from __future__ import (absolute_import, division, print_function)
+__metaclass__ = type
+
+DOCUMENTATION = r"""
+name: terraform_vars
+author: cps.gpu_cluster contributors
+version_added: 0.1.0
+short_description: The terraform/proxmox variables a cps.gpu_cluster inventory describes
+description:
+  - Turns the inventory (groups and hostvars) into the variables of the C(terraform/proxmox) module
+    (C(docs/provision.md)) - Proxmox node, storage, template, bridge, control planes and GPU workers
+    with their IPs, sizes and GPU mappings, and the variables to copy into the generated inventory.
+  - Cluster-wide variables are the C(gpu_cluster_*) variables every host has with the same value.
+options:
+  _input:
+    description: Ansible's C(groups).
+    type: dict
+    required: true
+  hostvars:
+    description: Ansible's C(hostvars).
+    type: dict
+    required: true
+  ssh_public_keys:
+    description: SSH public key lines cloud-init installs on every VM.
+    type: list
+    elements: str
+    required: true
+"""
+
+EXAMPLES = r"""
+- name: Write the Terraform variables
+  ansible.builtin.copy:
+    content: "{{ groups | cps.gpu_cluster.terraform_vars(hostvars, [lookup('ansible.builtin.file', '~/.ssh/id_ed25519.pub')]) | to_nice_json }}"
+    dest: /tmp/cluster.tfvars.json
+    mode: "0600"
+"""
+
+RETURN = r"""
+_value:
+  description: The module's variables, ready for a C(.tfvars.json) file or community.general.terraform's complex_vars.
+  type: dict
+"""
+
+from collections.abc import Mapping
+
+from ansible.errors import AnsibleError, AnsibleFilterError
+
+from ansible_collections.cps.gpu_cluster.plugins.module_utils.terraform_vars import terraform_vars as _terraform_vars
+
+
+def _wanted(name):
+    return name in ("ansible_host", "ansible_user") or name.startswith("gpu_cluster_")
+
+
+def _host_variables(hostvars, host):
+    """The variables the module reads, templated, as a plain dict."""
+    variables = hostvars[host]
+    result = {}
+    for name in list(variables.keys()):
+        if _wanted(name):
+            try:
+                result[name] = variables[name]
+            except AnsibleError as exc:
+                raise AnsibleFilterError("terraform_vars: %s: %s cannot be templated: %s" % (host, name, exc)) from exc
+    return result
+
+
+def terraform_vars(groups, hostvars, ssh_public_keys):
+    """The terraform/proxmox variables of the inventory described by groups and hostvars."""
+    if not isinstance(groups, Mapping) or not isinstance(hostvars, Mapping):
+        raise AnsibleFilterError("terraform_vars: use it as groups | cps.gpu_cluster.terraform_vars(hostvars, ssh_public_keys)")
+    plain_groups = dict((name, list(hosts)) for name, hosts in groups.items())
+    hosts = plain_groups.get("all") or list(hostvars.keys())
+    plain_hostvars = dict((host, _host_variables(hostvars, host)) for host in hosts)
+    try:
+        return _terraform_vars(plain_groups, plain_hostvars, list(ssh_public_keys or []))
+    except (ValueError, KeyError, TypeError) as exc:
+        raise AnsibleFilterError("terraform_vars: %s" % exc) from exc
+
+
+class FilterModule(object):
+    """cps.gpu_cluster Terraform helpers."""
+
+    def filters(self):
+        return {"terraform_vars": terraform_vars}

@@ -1,0 +1,135 @@
+# -*- coding: utf-8 -*-
+# Copyright: (c) 2026, cps.gpu_cluster contributors
+# GNU General Public License v3.0+ (see COPYING or https://www.gnu.org/licenses/gpl-3.0.txt)
+"""The terraform/proxmox variables an inventory describes (pure functions).
+
+playbooks/provision.yml passes ``terraform_vars(groups, hostvars, keys)`` to
+the Terraform module; the module writes back an inventory with the same groups
+and variables (terraform/proxmox/inventory.yml.tftpl).
+"""
+
+from __future__ import (absolute_import, division, print_function)
+__metaclass__ = type
+
+import re
+
+SCRATCH_BY_ID = re.compile(r"^/dev/disk/by-id/virtio-([A-Za-z0-9_-]{1,20})$")
+
+# Inventory variable -> GPU worker field of the Terraform module.
+WORKER_FIELDS = (
+    ("gpu_cluster_vm_preset", "preset"),
+    ("gpu_cluster_vm_cores", "cores"),
+    ("gpu_cluster_vm_memory_mb", "memory_mb"),
+    ("gpu_cluster_vm_disk_gb", "disk_gb"),
+    ("gpu_cluster_scratch_disk_gb", "scratch_disk_gb"),
+    ("gpu_cluster_gpu_count", "gpus"),
+    ("gpu_cluster_gpu_pci_mappings", "gpu_mappings"),
+)
+CONTROL_PLANE_FIELDS = (
+    ("gpu_cluster_vm_cores", "cores"),
+    ("gpu_cluster_vm_memory_mb", "memory_mb"),
+    ("gpu_cluster_vm_disk_gb", "disk_gb"),
+)
+# Proxmox host variable -> module variable.
+PROXMOX_FIELDS = (
+    ("gpu_cluster_proxmox_api_url", "proxmox_endpoint"),
+    ("gpu_cluster_proxmox_node", "proxmox_node"),
+    ("gpu_cluster_proxmox_template_id", "template_vm_id"),
+    ("gpu_cluster_proxmox_storage", "vm_storage"),
+    ("gpu_cluster_proxmox_scratch_storage", "scratch_storage"),
+    ("gpu_cluster_proxmox_bridge", "bridge"),
+)
+CLUSTER_FIELDS = (
+    ("gpu_cluster_name", "cluster_name"),
+    ("gpu_cluster_domain", "domain"),
+    ("gpu_cluster_node_network", "node_network"),
+    ("gpu_cluster_gateway", "gateway"),
+    ("gpu_cluster_dns_servers", "dns_servers"),
+    ("ansible_user", "ssh_user"),
+)
+# What the provision phase itself reads (never copied into the generated inventory).
+PROVISION_ONLY = re.compile(r"^gpu_cluster_(provision|terraform)_")
+
+
+def members(groups, group):
+    """The hosts of a group (empty when the group is absent)."""
+    return list(groups.get(group) or [])
+
+
+def node_ip(variables):
+    """A host's node IP: gpu_cluster_node_ip, else ansible_host."""
+    return variables.get("gpu_cluster_node_ip") or variables.get("ansible_host")
+
+
+def copy_fields(variables, fields):
+    """The module fields for the inventory variables that are set."""
+    return dict((target, variables[source]) for source, target in fields if variables.get(source) is not None)
+
+
+def shared_variables(hosts, hostvars):
+    """Variables (gpu_cluster_*) every host has with the same value: the cluster-wide ones."""
+    if not hosts:
+        return {}
+    first = hostvars[hosts[0]]
+    shared = {}
+    for name in sorted(first):
+        if not name.startswith("gpu_cluster_") or PROVISION_ONLY.match(name):
+            continue
+        if all(name in hostvars[h] and hostvars[h][name] == first[name] for h in hosts[1:]):
+            shared[name] = first[name]
+    return shared
+
+
+def proxmox_host(groups, hostvars):
+    """Name of the Proxmox host the VMs go to; ValueError when the inventory has none."""
+    hosts = members(groups, "proxmox_hosts")
+    if not hosts:
+        raise ValueError("the inventory has no host in proxmox_hosts: add the Proxmox VE server the VMs run on")
+    return hosts[0]
+
+
+def terraform_vars(groups, hostvars, ssh_public_keys):
+    """The terraform/proxmox variables (a dict for tfvars JSON) the inventory describes.
+
+    groups: group name -> host names (Ansible's ``groups``); hostvars: host ->
+    variables; ssh_public_keys: public key lines cloud-init installs.
+    """
+    pve = proxmox_host(groups, hostvars)
+    pve_vars = hostvars[pve]
+    servers = members(groups, "k3s_servers")
+    workers = members(groups, "gpu_workers")
+    if not servers:
+        raise ValueError("the inventory has no host in k3s_servers: add the control-plane VMs to create")
+    first_server = hostvars[servers[0]]
+
+    result = {}
+    result.update(copy_fields(pve_vars, PROXMOX_FIELDS))
+    result["proxmox_host_address"] = node_ip(pve_vars) or pve
+    result.update(copy_fields(first_server, CLUSTER_FIELDS))
+    result["ssh_public_keys"] = list(ssh_public_keys)
+
+    result["control_planes"] = dict((name, {"ip": node_ip(hostvars[name])}) for name in servers)
+    size = copy_fields(first_server, CONTROL_PLANE_FIELDS)
+    if size:
+        result["control_plane_size"] = size
+
+    result["gpu_workers"] = dict(
+        (name, dict({"ip": node_ip(hostvars[name])}, **copy_fields(hostvars[name], WORKER_FIELDS))) for name in workers
+    )
+    if workers:
+        first_worker = hostvars[workers[0]]
+        if first_worker.get("gpu_cluster_gpu_model"):
+            result["gpu_model"] = first_worker["gpu_cluster_gpu_model"]
+        match = SCRATCH_BY_ID.match(first_worker.get("gpu_cluster_scratch_device") or "")
+        if match:
+            result["scratch_disk_serial"] = match.group(1)
+
+    everyone = members(groups, "all") or list(hostvars)
+    cluster_wide = shared_variables(everyone, hostvars)
+    proxmox_only = dict(
+        (name, value) for name, value in sorted(pve_vars.items())
+        if (name.startswith("gpu_cluster_") or name == "ansible_user")
+        and name not in cluster_wide and not PROVISION_ONLY.match(name)
+    )
+    result["inventory_vars"] = {"all": cluster_wide, "proxmox_hosts": proxmox_only}
+    return result
