@@ -1,0 +1,264 @@
+"""gpu_capacity evaluation on NodeList fixtures built from real Node objects (tests/fixtures/k8s-node)."""
+
+from __future__ import annotations
+
+import copy
+import json
+from pathlib import Path
+
+import pytest
+
+from ansible_collections.cps.gpu_cluster.plugins.module_utils.gpu_capacity import (
+    QuantityError,
+    evaluate,
+    list_all,
+    matches_selector,
+    parse_quantity,
+    summarize_node,
+    validate_expected,
+)
+
+FIXTURES = Path(__file__).resolve().parents[3] / "fixtures" / "k8s-node"
+GPU = "nvidia.com/gpu"
+SHARED = "nvidia.com/gpu.shared"
+
+
+def load(name):
+    return json.loads((FIXTURES / name).read_text())
+
+
+@pytest.fixture
+def t4():
+    """Real node: 2x Tesla T4 under the GPU Operator (time-slicing replicas label 1)."""
+    return load("node__tesla-t4-x2__gpu-operator.json")
+
+
+@pytest.fixture
+def mig_mixed():
+    """Real node: A100 in MIG mixed strategy, 2x 1g.5gb + 1x 2g.10gb."""
+    return load("node__a100__mig-mixed-3-instances.json")
+
+
+@pytest.fixture
+def mig_7g():
+    """Real node: A100 SXM4 40GB in MIG mixed strategy, 1x 7g.40gb."""
+    return load("node__a100-sxm4-40gb__mig-mixed-7g.40gb.json")
+
+
+def renamed(node, name):
+    node = copy.deepcopy(node)
+    node["metadata"]["name"] = name
+    return node
+
+
+def worker(t4, name, gpus=2):
+    node = renamed(t4, name)
+    node["status"]["capacity"][GPU] = str(gpus)
+    node["status"]["allocatable"][GPU] = str(gpus)
+    return node
+
+
+def set_ready(node, status):
+    for condition in node["status"]["conditions"]:
+        if condition["type"] == "Ready":
+            condition["status"] = status
+    return node
+
+
+def test_all_good(t4, mig_mixed):
+    nodes = [worker(t4, "wk-gpu1"), worker(t4, "wk-gpu2"), mig_mixed]
+    result = evaluate(nodes, expected={GPU: 4, "per_node": {"wk-gpu1": {GPU: 2}, "wk-gpu2": {GPU: 2}}})
+    assert result["shortfalls"] == []
+    assert result["totals"] == {GPU: 4, "nvidia.com/mig-1g.5gb": 2, "nvidia.com/mig-2g.10gb": 1,
+                                "nvidia.com/mig-3g.20gb": 0}
+    first = result["nodes"][0]
+    assert first["name"] == "wk-gpu1"
+    assert first["ready"] is True and first["schedulable"] is True
+    assert first["taints"] == []
+    assert first["capacity"] == {GPU: 2} and first["allocatable"] == {GPU: 2}
+    assert first["labels"] == {
+        "nvidia.com/gpu.product": "Tesla-T4", "nvidia.com/gpu.count": "2", "nvidia.com/gpu.memory": "15360",
+        "nvidia.com/gpu.replicas": "1", "nvidia.com/mig.strategy": "mixed",
+    }
+    # cpu, memory, pods are not GPU resources
+    assert "cpu" not in first["allocatable"]
+
+
+def test_not_ready_node_is_a_shortfall_and_not_counted(t4):
+    nodes = [worker(t4, "wk-gpu1"), set_ready(worker(t4, "wk-gpu2"), "Unknown")]
+    result = evaluate(nodes, expected={GPU: 4, "per_node": {"wk-gpu2": {GPU: 2}}})
+    assert result["nodes"][1]["ready"] is False
+    assert result["totals"] == {GPU: 2}
+    assert result["shortfalls"] == [
+        "node wk-gpu2 is NotReady; it is expected to offer 2 nvidia.com/gpu",
+        "cluster has 2 allocatable nvidia.com/gpu on Ready schedulable nodes, expected 4",
+    ]
+
+
+def test_node_without_ready_condition_is_not_ready(t4):
+    node = worker(t4, "wk-gpu1")
+    node["status"]["conditions"] = [c for c in node["status"]["conditions"] if c["type"] != "Ready"]
+    assert summarize_node(node)["ready"] is False
+
+
+def test_cordoned_node(t4):
+    node = worker(t4, "wk-gpu1")
+    node["spec"]["unschedulable"] = True
+    node["spec"]["taints"] = [{"key": "node.kubernetes.io/unschedulable", "effect": "NoSchedule",
+                               "timeAdded": "2026-01-01T00:00:00Z"}]
+    result = evaluate([node], expected={"per_node": {"wk-gpu1": {GPU: 2}}})
+    summary = result["nodes"][0]
+    assert summary["schedulable"] is False
+    assert summary["taints"] == [{"key": "node.kubernetes.io/unschedulable", "value": None, "effect": "NoSchedule"}]
+    assert result["totals"] == {GPU: 0}
+    assert result["shortfalls"] == ["node wk-gpu1 is cordoned (unschedulable); it is expected to offer 2 nvidia.com/gpu"]
+    # without require_ready a Ready cordoned node counts and passes
+    relaxed = evaluate([node], expected={"per_node": {"wk-gpu1": {GPU: 2}}}, require_ready=False)
+    assert relaxed["totals"] == {GPU: 2}
+    assert relaxed["shortfalls"] == []
+
+
+def test_gpu_labelled_node_without_gpu_resource(t4):
+    node = renamed(t4, "wk-gpu3")
+    for field in ("capacity", "allocatable"):
+        del node["status"][field][GPU]
+    node["metadata"]["labels"] = {"gpu": "true", "kubernetes.io/hostname": "wk-gpu3"}
+    result = evaluate([node], expected={"per_node": {"wk-gpu3": {GPU: 2}}})
+    assert result["nodes"][0]["allocatable"] == {}
+    assert result["nodes"][0]["gpu_node_labels"] == ["gpu"]
+    assert result["shortfalls"] == [
+        "node wk-gpu3 is labelled gpu=true but advertises no allocatable GPU resource "
+        "(is the GPU Operator's device plugin running there?)",
+        "node wk-gpu3 has 0 allocatable nvidia.com/gpu, expected 2",
+    ]
+
+
+def test_cpu_node_without_labels_is_fine(t4):
+    node = renamed(t4, "cp1")
+    node["metadata"]["labels"] = {}
+    for field in ("capacity", "allocatable"):
+        del node["status"][field][GPU]
+    assert evaluate([node])["shortfalls"] == []
+
+
+def test_time_sliced_node_with_replicas_label(t4):
+    node = worker(t4, "wk-gpu1", gpus=8)  # 2 GPUs x 4 replicas
+    node["metadata"]["labels"]["nvidia.com/gpu.replicas"] = "4"
+    node["metadata"]["labels"]["nvidia.com/gpu.product"] = "Tesla-T4-SHARED"
+    result = evaluate([node], expected={"per_node": {"wk-gpu1": {GPU: 8}}})
+    assert result["shortfalls"] == []
+    assert result["nodes"][0]["labels"]["nvidia.com/gpu.replicas"] == "4"
+    assert result["nodes"][0]["labels"]["nvidia.com/gpu.count"] == "2"
+    assert result["totals"] == {GPU: 8}
+
+
+def test_time_sliced_renamed_shared_resource(t4):
+    node = renamed(t4, "wk-gpu1")
+    for field in ("capacity", "allocatable"):
+        node["status"][field][GPU] = "0"
+        node["status"][field][SHARED] = "8"
+    result = evaluate([node], expected={SHARED: 8, GPU: 2})
+    assert result["nodes"][0]["allocatable"] == {GPU: 0, SHARED: 8}
+    assert result["totals"] == {GPU: 0, SHARED: 8}
+    assert result["shortfalls"] == [
+        "cluster has 0 allocatable nvidia.com/gpu on Ready schedulable nodes, expected 2"]
+
+
+def test_mig_mixed_strategy_nodes(mig_mixed, mig_7g):
+    mig_7g = renamed(mig_7g, "qa-mig-worker-gpu-a100-b")
+    result = evaluate([mig_mixed, mig_7g], expected={
+        "nvidia.com/mig-1g.5gb": 2, "nvidia.com/mig-7g.40gb": 1,
+        "per_node": {"qa-mig-worker-gpu-a100": {"nvidia.com/mig-2g.10gb": 1}},
+    })
+    assert result["shortfalls"] == []
+    assert result["totals"] == {GPU: 0, "nvidia.com/mig-1g.5gb": 2, "nvidia.com/mig-2g.10gb": 1,
+                                "nvidia.com/mig-3g.20gb": 0, "nvidia.com/mig-7g.40gb": 1}
+    assert result["nodes"][0]["labels"]["nvidia.com/mig.strategy"] == "mixed"
+    # gpu.present=true but only MIG resources: not a "no GPU resource" shortfall
+    assert result["nodes"][0]["gpu_node_labels"] == ["nvidia.com/gpu.present"]
+
+
+def test_mig_expectation_unmet(mig_mixed):
+    result = evaluate([mig_mixed], expected={"per_node": {"qa-mig-worker-gpu-a100": {"nvidia.com/mig-3g.20gb": 2}}})
+    assert result["shortfalls"] == ["node qa-mig-worker-gpu-a100 has 0 allocatable nvidia.com/mig-3g.20gb, expected 2"]
+
+
+def test_resources_option_restricts_and_fills_zero(t4, mig_mixed):
+    result = evaluate([t4, mig_mixed], resources=["nvidia.com/mig-1g.5gb", "nvidia.com/mig-1g.10gb"])
+    assert result["nodes"][0]["allocatable"] == {"nvidia.com/mig-1g.5gb": 0, "nvidia.com/mig-1g.10gb": 0}
+    assert result["totals"] == {"nvidia.com/mig-1g.5gb": 2, "nvidia.com/mig-1g.10gb": 0}
+
+
+def test_expected_node_missing_and_total_short(t4):
+    result = evaluate([worker(t4, "wk-gpu1", gpus=1)],
+                      expected={GPU: 8, "per_node": {"wk-gpu1": {GPU: 2}, "wk-gpu4": {GPU: 2}}})
+    assert result["shortfalls"] == [
+        "node wk-gpu1 has 1 allocatable nvidia.com/gpu, expected 2",
+        "node wk-gpu4 is expected to offer 2 nvidia.com/gpu but is not in the cluster",
+        "cluster has 1 allocatable nvidia.com/gpu on Ready schedulable nodes, expected 8",
+    ]
+
+
+def test_more_than_expected_is_fine(t4):
+    assert evaluate([worker(t4, "wk-gpu1", gpus=4)], expected={GPU: 2})["shortfalls"] == []
+
+
+@pytest.mark.parametrize("raw", ["two", "1.5", "-1", "", "500m", None, True, [2]])
+def test_malformed_quantity_is_a_shortfall_not_a_traceback(t4, raw):
+    node = worker(t4, "wk-gpu1")
+    node["status"]["allocatable"][GPU] = raw
+    result = evaluate([node], expected={"per_node": {"wk-gpu1": {GPU: 2}}})
+    assert result["nodes"][0]["errors"]
+    assert result["shortfalls"][0].startswith("node wk-gpu1 reports a malformed allocatable quantity for nvidia.com/gpu")
+    assert "node wk-gpu1 has 0 allocatable nvidia.com/gpu, expected 2" in result["shortfalls"]
+
+
+@pytest.mark.parametrize("raw, value", [("2", 2), (2, 2), ("1k", 1000), ("1Ki", 1024), (" 3 ", 3), ("1.5k", 1500),
+                                        (4.0, 4)])
+def test_parse_quantity(raw, value):
+    assert parse_quantity(raw) == value
+
+
+@pytest.mark.parametrize("raw", ["2x", "1.5", "1e3", "-2", -2, 2.5, "m", "1.0001k"])
+def test_parse_quantity_rejects(raw):
+    with pytest.raises(QuantityError):
+        parse_quantity(raw)
+
+
+def test_validate_expected():
+    assert validate_expected({GPU: 2, "per_node": {"a": {GPU: "2"}}}) == []
+    problems = validate_expected({GPU: "lots", "per_node": {"a": {GPU: -1}, "b": 3}})
+    assert problems == [
+        "expected.nvidia.com/gpu must be a whole number of devices: 'lots' is not a whole-number quantity",
+        "expected.per_node.a.nvidia.com/gpu must be a whole number of devices: -1 is negative",
+        "expected.per_node.b must map resources to counts",
+    ]
+    assert validate_expected({"per_node": ["a"]}) == ["expected.per_node must map node names to {resource: count}"]
+
+
+def test_empty_and_sparse_nodes():
+    result = evaluate([{}, {"metadata": {"name": "bare"}}])
+    assert [n["name"] for n in result["nodes"]] == ["<unnamed>", "bare"]
+    assert result["totals"] == {} and result["shortfalls"] == []
+
+
+def test_list_all_follows_continue_tokens():
+    pages = {None: (["a", "b"], "t1"), "t1": (["c"], "t2"), "t2": (["d"], "")}
+    calls = []
+
+    def list_page(limit, token):
+        calls.append((limit, token))
+        return pages[token]
+
+    assert list_all(list_page, page_size=2) == ["a", "b", "c", "d"]
+    assert calls == [(2, None), (2, "t1"), (2, "t2")]
+
+
+@pytest.mark.parametrize("selector, matches", [
+    (None, True), ("gpu=true", True), ("gpu==true", True), ("gpu=false", False), ("gpu!=true", False),
+    ("gpu", True), ("!gpu", False), ("missing", False), ("!missing", True), ("gpu=true,zone=a", True),
+    ("gpu=true,zone=b", False),
+])
+def test_matches_selector(selector, matches):
+    node = {"metadata": {"labels": {"gpu": "true", "zone": "a"}}}
+    assert matches_selector(node, selector) is matches
