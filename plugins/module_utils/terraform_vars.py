@@ -47,8 +47,6 @@ CLUSTER_FIELDS = (
     ("gpu_cluster_dns_servers", "dns_servers"),
     ("ansible_user", "ssh_user"),
 )
-# What the provision phase itself reads (never copied into the generated inventory).
-PROVISION_ONLY = re.compile(r"^gpu_cluster_(provision|terraform)_")
 
 
 def members(groups, group):
@@ -73,7 +71,7 @@ def shared_variables(hosts, hostvars):
     first = hostvars[hosts[0]]
     shared = {}
     for name in sorted(first):
-        if not name.startswith("gpu_cluster_") or PROVISION_ONLY.match(name):
+        if not name.startswith("gpu_cluster_"):
             continue
         if all(name in hostvars[h] and hostvars[h][name] == first[name] for h in hosts[1:]):
             shared[name] = first[name]
@@ -129,7 +127,7 @@ def terraform_vars(groups, hostvars, ssh_public_keys):
     proxmox_only = dict(
         (name, value) for name, value in sorted(pve_vars.items())
         if (name.startswith("gpu_cluster_") or name == "ansible_user")
-        and name not in cluster_wide and not PROVISION_ONLY.match(name)
+        and name not in cluster_wide
     )
     result["inventory_vars"] = {"all": cluster_wide, "proxmox_hosts": proxmox_only}
     return result

@@ -1,0 +1,138 @@
+"""The inventory terraform/proxmox would write passes playbooks/preflight.yml
+(homelab sizes, and 1 control plane + 1 GPU worker), and playbooks/provision.yml
+says `SKIPPED provision: <reason>` once, without failing, when it cannot run."""
+
+from __future__ import annotations
+
+import os
+import re
+import shutil
+import subprocess
+import sys
+from concurrent.futures import ThreadPoolExecutor
+from pathlib import Path
+
+import pytest
+import yaml
+
+REPO = Path(__file__).resolve().parents[2]
+sys.path.insert(0, str(REPO / "tests" / "unit" / "terraform"))
+
+from terraform_helpers import SSH_KEY, render_template, resolve, tfvars_from_inventory  # noqa: E402
+
+ANSIBLE_PLAYBOOK = shutil.which("ansible-playbook") or str(REPO / ".venv" / "bin" / "ansible-playbook")
+ANSIBLE_INVENTORY = shutil.which("ansible-inventory") or str(REPO / ".venv" / "bin" / "ansible-inventory")
+
+
+def ansible_env(**extra) -> dict:
+    env = dict(os.environ, ANSIBLE_CONFIG=str(REPO / "ansible.cfg"), ANSIBLE_COLLECTIONS_PATH=str(REPO / "collections"),
+               ANSIBLE_INJECT_FACT_VARS="false", ANSIBLE_NOCOLOR="1", ANSIBLE_FORCE_COLOR="0",
+               ANSIBLE_STDOUT_CALLBACK="default")
+    env.update(extra)
+    return env
+
+
+def playbook(name: str, inventory: Path, *args: str, env: dict | None = None) -> subprocess.CompletedProcess:
+    return subprocess.run([ANSIBLE_PLAYBOOK, f"playbooks/{name}", "-i", str(inventory), *args], cwd=REPO,
+                          env=env or ansible_env(), capture_output=True, text=True, timeout=300, check=False)
+
+
+def homelab_list() -> dict:
+    import json
+    out = subprocess.run([ANSIBLE_INVENTORY, "-i", str(REPO / "inventories" / "homelab"), "--list"], cwd=REPO,
+                         env=ansible_env(), check=True, capture_output=True, text=True, timeout=120).stdout
+    return json.loads(out)
+
+
+def trimmed(inventory_json: dict, hosts: set[str]) -> dict:
+    data = {k: dict(v) for k, v in inventory_json.items()}
+    for name, group in data.items():
+        if name != "_meta" and "hosts" in group:
+            group["hosts"] = [h for h in group["hosts"] if h in hosts]
+    data["_meta"] = {"hostvars": {h: v for h, v in inventory_json["_meta"]["hostvars"].items() if h in hosts}}
+    return data
+
+
+@pytest.fixture(scope="module")
+def rendered(tmp_path_factory) -> dict[str, Path]:
+    """Generated inventories: the homelab, 1 cp + 1 worker from the homelab, and 1 + 1 from defaults."""
+    full = homelab_list()
+    cases = {
+        "homelab": tfvars_from_inventory(full),
+        "one-plus-one": tfvars_from_inventory(trimmed(full, {"pve1", "cp1", "wk-gpu1"})),
+        "defaults-one-plus-one": {
+            "proxmox_node": "pve1", "proxmox_host_address": "10.0.0.2", "template_vm_id": 9000,
+            "scratch_storage": "nvme-scratch", "cluster_name": "tiny", "domain": "tiny.lan",
+            "node_network": "10.0.0.0/24", "gateway": "10.0.0.1", "dns_servers": ["10.0.0.1"],
+            "ssh_public_keys": [SSH_KEY], "control_plane_count": 1, "gpu_worker_count": 1,
+            "gpu_pci_mappings": ["a100-0", "a100-1"],
+            "inventory_vars": {"all": {"gpu_cluster_api_vip": "10.0.0.100", "gpu_cluster_cluster_cidr": "10.42.0.0/16",
+                                       "gpu_cluster_service_cidr": "10.43.0.0/16", "gpu_cluster_k3s_version": "v1.33.5+k3s1",
+                                       "gpu_cluster_gpu_operator_version": "v26.7.0"},
+                               "proxmox_hosts": {"ansible_user": "root", "gpu_cluster_gpu_pci_ids": ["10de:20b5"],
+                                                 "gpu_cluster_gpu_pci_devices": [{"name": "a100-0", "address": "0000:17:00.0"},
+                                                                                 {"name": "a100-1", "address": "0000:31:00.0"}]}},
+        },
+    }
+    paths = {}
+    for name, tfvars in cases.items():
+        path = tmp_path_factory.mktemp(name) / "inventory.yml"
+        path.write_text(render_template(resolve(tfvars)["inventory_vars"]))
+        paths[name] = path
+    return paths
+
+
+def test_rendered_inventories_pass_preflight(rendered):
+    with ThreadPoolExecutor(max_workers=3) as pool:
+        results = dict(zip(rendered, pool.map(lambda p: playbook("preflight.yml", p), rendered.values())))
+    for name, done in results.items():
+        assert done.returncode == 0, f"{name}:\n{done.stdout}\n{done.stderr}"
+        assert "Inventory OK" in done.stdout or "SKIPPED" in done.stdout, name
+
+
+def test_preflight_catches_a_bad_generated_inventory(rendered, tmp_path):
+    """The same run fails when the generated inventory breaks the contract (a GPU given to two workers)."""
+    data = yaml.safe_load(rendered["homelab"].read_text())
+    workers = data["all"]["children"]["k3s_cluster"]["children"]["k3s_agents"]["children"]["gpu_workers"]["hosts"]
+    workers["wk-gpu2"]["gpu_cluster_gpu_pci_mappings"] = ["a100-0", "a100-1"]
+    bad = tmp_path / "bad.yml"
+    bad.write_text(yaml.safe_dump(data))
+    done = playbook("preflight.yml", bad)
+    assert done.returncode != 0
+    assert "a100-0" in done.stdout
+
+
+def skipped_lines(done: subprocess.CompletedProcess) -> list[str]:
+    return re.findall(r'"msg": "(SKIPPED provision: [^"]*)"', done.stdout)
+
+
+@pytest.mark.parametrize("check", [False, True], ids=["apply", "check"])
+def test_provision_skips_without_terraform(check, tmp_path):
+    env = ansible_env(PATH=f"{Path(sys.executable).parent}:/usr/bin:/bin", PROXMOX_VE_API_TOKEN="u@pve!t=s")
+    env.pop("PROXMOX_TOKEN_SECRET", None)
+    done = playbook("provision.yml", REPO / "inventories" / "homelab", *(["--check"] if check else []), env=env)
+    assert done.returncode == 0, done.stdout + done.stderr
+    lines = skipped_lines(done)
+    assert len(lines) == 1 and "no terraform binary (terraform) on PATH" in lines[0], done.stdout
+
+
+def test_provision_skips_without_credentials(tmp_path):
+    inventory = tmp_path / "inventory"
+    shutil.copytree(REPO / "inventories" / "homelab", inventory)
+    (inventory / "group_vars" / "all" / "zz-test.yml").write_text("gpu_cluster_terraform_binary: /bin/true\n")
+    env = ansible_env()
+    for name in ("PROXMOX_VE_API_TOKEN", "PROXMOX_TOKEN_SECRET"):
+        env.pop(name, None)
+    done = playbook("provision.yml", inventory, env=env)
+    assert done.returncode == 0, done.stdout + done.stderr
+    lines = skipped_lines(done)
+    assert len(lines) == 1 and "no Proxmox API token in the environment" in lines[0], done.stdout
+
+
+def test_provision_can_be_switched_off(tmp_path):
+    inventory = tmp_path / "inventory"
+    shutil.copytree(REPO / "inventories" / "homelab", inventory)
+    (inventory / "group_vars" / "all" / "provision.yml").write_text("gpu_cluster_provision_enabled: false\n")
+    done = playbook("provision.yml", inventory)
+    assert done.returncode == 0, done.stdout + done.stderr
+    assert skipped_lines(done) == ["SKIPPED provision: gpu_cluster_provision_enabled is false"], done.stdout
