@@ -1,0 +1,139 @@
+"""playbooks/provision.yml end to end against a stand-in terraform binary that
+records its argv (no Proxmox, no provider): --check runs `terraform plan` and
+never `apply`; a normal run applies, refreshes the inventory and waits on every
+VM of k3s_cluster; the -var arguments carry the inventory's IPs, sizes and GPU
+mappings. Where a real terraform exists, those -var arguments are also fed to
+`terraform console` on the module's variables and locals, which must resolve
+them to the same VMs the Python mirror computes."""
+
+from __future__ import annotations
+
+import json
+import os
+import re
+import shutil
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+REPO = Path(__file__).resolve().parents[2]
+sys.path.insert(0, str(REPO / "tests" / "unit" / "terraform"))
+
+from terraform_helpers import MODULE, resolve  # noqa: E402
+
+ANSIBLE_PLAYBOOK = shutil.which("ansible-playbook") or str(REPO / ".venv" / "bin" / "ansible-playbook")
+KEY = "ssh-ed25519 AAAAC3NzaC1lZDI1NTE5AAAAIBvBmS0ZtZQwZ7u0Xo0N9c0Gk2j3pNwqKp8Y3mJ1bQ9x ci@test"
+
+FAKE = r"""#!/usr/bin/env python3
+import json, os, sys
+args = sys.argv[1:]
+with open(os.environ["FAKE_TF_LOG"], "a") as log:
+    log.write(json.dumps({"argv": args, "token": bool(os.environ.get("PROXMOX_VE_API_TOKEN"))}) + "\n")
+if args[:2] == ["version", "-json"]:
+    print(json.dumps({"terraform_version": "1.9.8"}))
+elif args[:2] == ["workspace", "list"]:
+    print("* default")
+elif args[:1] == ["plan"]:
+    open(args[args.index("-out") + 1], "w").close()
+    sys.exit(2)
+elif args[:1] == ["show"]:
+    print(json.dumps({"resource_changes": [{"address": "proxmox_virtual_environment_vm.gpu_worker[\"wk-gpu1\"]",
+                                            "change": {"actions": ["create"], "before": None, "after": {}}}]}))
+elif args[:1] == ["apply"]:
+    print("Apply complete! Resources: 8 added, 0 changed, 0 destroyed.")
+elif args[:1] == ["output"]:
+    print(json.dumps({"inventory_path": {"value": "/tmp/generated.yml"}}))
+"""
+
+
+@pytest.fixture()
+def setup(tmp_path):
+    fake = tmp_path / "terraform"
+    fake.write_text(FAKE)
+    fake.chmod(0o755)
+    inventory = tmp_path / "inventory"
+    shutil.copytree(REPO / "inventories" / "homelab", inventory)
+    # the VMs "answer" through the local connection, so the wait play really runs
+    (inventory / "group_vars" / "k3s_cluster.yml").write_text("---\nansible_connection: local\nansible_python_interpreter: "
+                                                              + sys.executable + "\n")
+    log = tmp_path / "terraform.log"
+    env = dict(os.environ, ANSIBLE_CONFIG=str(REPO / "ansible.cfg"), ANSIBLE_COLLECTIONS_PATH=str(REPO / "collections"),
+               ANSIBLE_INJECT_FACT_VARS="false", ANSIBLE_NOCOLOR="1", ANSIBLE_STDOUT_CALLBACK="default",
+               FAKE_TF_LOG=str(log), PROXMOX_VE_API_TOKEN="terraform@pve!gpu-cluster=00000000")
+    extra = json.dumps({"gpu_cluster_terraform_binary": str(fake), "gpu_cluster_provision_ssh_public_keys": [KEY],
+                        "gpu_cluster_provision_ssh_timeout": 30})
+
+    def run(*args):
+        done = subprocess.run([ANSIBLE_PLAYBOOK, "playbooks/provision.yml", "-i", str(inventory), "-e", extra, *args],
+                              cwd=REPO, env=env, capture_output=True, text=True, timeout=300, check=False)
+        calls = [json.loads(line) for line in log.read_text().splitlines()] if log.exists() else []
+        log.unlink(missing_ok=True)
+        return done, calls
+
+    return run
+
+
+def var_args(argv: list[str]) -> list[str]:
+    return [argv[i + 1] for i, a in enumerate(argv) if a == "-var"]
+
+
+def test_check_mode_plans_only(setup):
+    done, calls = setup("--check")
+    assert done.returncode == 0, done.stdout + done.stderr
+    verbs = [c["argv"][0] for c in calls]
+    assert "plan" in verbs and "apply" not in verbs, verbs
+    assert all(c["token"] for c in calls), "the API token reaches terraform through the environment"
+    assert "SKIPPED provision" not in done.stdout
+    assert "Planned (check mode, nothing changed)" in done.stdout
+    assert "Wait until the VM answers over SSH" not in done.stdout
+
+
+def test_apply_refreshes_and_waits_for_every_vm(setup):
+    done, calls = setup()
+    assert done.returncode == 0, done.stdout + done.stderr
+    verbs = [c["argv"][0] for c in calls]
+    assert verbs.index("plan") < verbs.index("apply"), verbs
+    assert re.search(r"localhost\s+: ok=\d+\s+changed=1", done.stdout), done.stdout
+    waited = set(re.findall(r"ok: \[([^\]]+)\]", done.stdout.split("TASK [Wait until the VM answers over SSH]")[1]))
+    assert waited == {"cp1", "cp2", "cp3", "wk-gpu1", "wk-gpu2", "wk-gpu3", "wk-gpu4"}
+
+
+def test_var_arguments_carry_the_inventory(setup, tmp_path):
+    done, calls = setup("--check")
+    assert done.returncode == 0, done.stdout + done.stderr
+    plan = next(c["argv"] for c in calls if c["argv"][0] == "plan")
+    variables = dict(arg.split("=", 1) for arg in var_args(plan))
+    assert variables["template_vm_id"] == "9000"
+    assert variables["proxmox_node"] == "pve1"
+    assert variables["scratch_storage"] == "nvme-scratch"
+    assert 'wk-gpu3={ip="10.0.0.23"' in variables["gpu_workers"]
+    assert 'gpu_mappings=["a100-4","a100-5"]' in variables["gpu_workers"]
+    assert KEY in variables["ssh_public_keys"]
+    assert "gpu_cluster_k3s_version" in variables["inventory_vars"]
+
+    terraform = shutil.which("terraform")
+    if terraform is None:
+        pytest.skip("no terraform binary: the -var encoding was checked as text only")
+    for name in ("variables.tf", "locals.tf", "inventory.yml.tftpl"):
+        shutil.copy(MODULE / name, tmp_path / name)
+    console = subprocess.run([terraform, "console", *[x for a in var_args(plan) for x in ("-var", a)]],
+                             input="jsonencode(local.gpu_workers)\n", cwd=tmp_path, capture_output=True, text=True,
+                             timeout=120, check=False, env=dict(os.environ, TF_CLI_CONFIG_FILE=os.devnull))
+    assert console.returncode == 0 and console.stdout.strip(), console.stderr
+    assert json.loads(json.loads(console.stdout)) == resolve(parsed_vars(variables))["gpu_workers"]
+
+
+def parsed_vars(variables: dict[str, str]) -> dict:
+    """The -var values of the homelab, as the Python mirror needs them (only the fields it reads)."""
+    workers = {}
+    for name, ip, preset, cores, mem, disk, scratch, gpus, maps in re.findall(
+            r'([\w-]+)=\{ip="([\d.]+)",preset="(\w+)",cores=(\d+),memory_mb=(\d+),disk_gb=(\d+),scratch_disk_gb=(\d+),'
+            r'gpus=(\d+),gpu_mappings=\[([^\]]*)\]\}', variables["gpu_workers"]):
+        workers[name] = {"ip": ip, "preset": preset, "cores": int(cores), "memory_mb": int(mem), "disk_gb": int(disk),
+                         "scratch_disk_gb": int(scratch), "gpus": int(gpus), "gpu_mappings": json.loads(f"[{maps}]")}
+    assert len(workers) == 4, variables["gpu_workers"]
+    return {"proxmox_node": "pve1", "proxmox_host_address": "10.0.0.2", "template_vm_id": 9000, "scratch_storage": "x",
+            "cluster_name": "homelab", "node_network": "10.0.0.0/24", "gateway": "10.0.0.1", "dns_servers": [],
+            "gpu_workers": workers}
