@@ -4,6 +4,7 @@ says `SKIPPED provision: <reason>` once, without failing, when it cannot run."""
 
 from __future__ import annotations
 
+import json
 import os
 import re
 import shutil
@@ -38,7 +39,6 @@ def playbook(name: str, inventory: Path, *args: str, env: dict | None = None) ->
 
 
 def homelab_list() -> dict:
-    import json
     out = subprocess.run([ANSIBLE_INVENTORY, "-i", str(REPO / "inventories" / "homelab"), "--list"], cwd=REPO,
                          env=ansible_env(), check=True, capture_output=True, text=True, timeout=120).stdout
     return json.loads(out)
@@ -136,3 +136,13 @@ def test_provision_can_be_switched_off(tmp_path):
     done = playbook("provision.yml", inventory)
     assert done.returncode == 0, done.stdout + done.stderr
     assert skipped_lines(done) == ["SKIPPED provision: gpu_cluster_provision_enabled is false"], done.stdout
+
+
+def test_provision_skips_in_the_lab(tmp_path):
+    inventory = tmp_path / "inventory"
+    shutil.copytree(REPO / "inventories" / "homelab", inventory)
+    (inventory / "group_vars" / "all" / "zz-lab.yml").write_text("gpu_cluster_lab: true\n")
+    done = playbook("provision.yml", inventory, "--check")
+    assert done.returncode == 0, done.stdout + done.stderr
+    assert skipped_lines(done) == [
+        "SKIPPED provision: lab inventory (gpu_cluster_lab): the VMs are containers, there is no Proxmox API"], done.stdout

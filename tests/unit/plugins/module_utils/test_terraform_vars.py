@@ -1,0 +1,57 @@
+"""module_utils.terraform_vars: the inventory -> terraform/proxmox variables mapping."""
+
+from __future__ import annotations
+
+import pytest
+from ansible_collections.cps.gpu_cluster.plugins.module_utils.terraform_vars import shared_variables, terraform_vars
+
+ALL = {"gpu_cluster_name": "c", "gpu_cluster_node_network": "10.1.0.0/24", "gpu_cluster_gateway": "10.1.0.1",
+       "gpu_cluster_dns_servers": ["10.1.0.1"], "gpu_cluster_k3s_version": "v1.33.5+k3s1"}
+
+
+def inventory():
+    groups = {"all": ["pve", "s1", "w1"], "proxmox_hosts": ["pve"], "k3s_servers": ["s1"], "gpu_workers": ["w1"],
+              "k3s_cluster": ["s1", "w1"], "k3s_agents": ["w1"]}
+    hostvars = {
+        "pve": dict(ALL, ansible_host="10.1.0.2", ansible_user="root", gpu_cluster_proxmox_node="pve",
+                    gpu_cluster_proxmox_template_id=9000, gpu_cluster_proxmox_scratch_storage="nvme",
+                    gpu_cluster_gpu_pci_ids=["10de:2330"]),
+        "s1": dict(ALL, ansible_host="s1.example", gpu_cluster_node_ip="10.1.0.11", ansible_user="debian",
+                   gpu_cluster_vm_cores=2),
+        "w1": dict(ALL, ansible_host="10.1.0.21", ansible_user="debian", gpu_cluster_gpu_count=1,
+                   gpu_cluster_gpu_pci_mappings=["h100-0"], gpu_cluster_gpu_model="NVIDIA H100 PCIe",
+                   gpu_cluster_scratch_device="/dev/disk/by-id/virtio-fast1"),
+    }
+    return groups, hostvars
+
+
+def test_maps_the_inventory():
+    groups, hostvars = inventory()
+    result = terraform_vars(groups, hostvars, ["ssh-ed25519 AAAA k"])
+    assert result["proxmox_node"] == "pve" and result["proxmox_host_address"] == "10.1.0.2"
+    assert result["template_vm_id"] == 9000 and result["scratch_storage"] == "nvme"
+    assert "proxmox_endpoint" not in result, "unset inventory variables leave the module's default"
+    assert result["control_planes"] == {"s1": {"ip": "10.1.0.11"}}, "gpu_cluster_node_ip wins over ansible_host"
+    assert result["control_plane_size"] == {"cores": 2}
+    assert result["gpu_workers"] == {"w1": {"ip": "10.1.0.21", "gpus": 1, "gpu_mappings": ["h100-0"]}}
+    assert result["gpu_model"] == "NVIDIA H100 PCIe" and result["scratch_disk_serial"] == "fast1"
+    assert result["ssh_user"] == "debian" and result["ssh_public_keys"] == ["ssh-ed25519 AAAA k"]
+    assert result["inventory_vars"]["all"] == ALL
+    assert result["inventory_vars"]["proxmox_hosts"] == {
+        "ansible_user": "root", "gpu_cluster_proxmox_node": "pve", "gpu_cluster_proxmox_template_id": 9000,
+        "gpu_cluster_proxmox_scratch_storage": "nvme", "gpu_cluster_gpu_pci_ids": ["10de:2330"]}
+
+
+def test_shared_variables_need_the_same_value_everywhere():
+    hostvars = {"a": {"gpu_cluster_x": 1, "gpu_cluster_y": 1, "other": 1}, "b": {"gpu_cluster_x": 1, "gpu_cluster_y": 2}}
+    assert shared_variables(["a", "b"], hostvars) == {"gpu_cluster_x": 1}
+    assert shared_variables([], hostvars) == {}
+
+
+@pytest.mark.parametrize(("group", "message"), [("proxmox_hosts", "no host in proxmox_hosts"),
+                                                 ("k3s_servers", "no host in k3s_servers")])
+def test_refuses_an_inventory_without(group, message):
+    groups, hostvars = inventory()
+    groups[group] = []
+    with pytest.raises(ValueError, match=message):
+        terraform_vars(groups, hostvars, [])
