@@ -22,6 +22,7 @@ import re
 from pathlib import Path
 
 import hcl2
+from ansible_collections.cps.gpu_cluster.plugins.module_utils.terraform_vars import terraform_vars
 
 REPO = Path(__file__).resolve().parents[3]
 MODULE = REPO / "terraform" / "proxmox"
@@ -262,8 +263,6 @@ def render_template(variables: dict, text: str | None = None) -> str:
 # --------------------------------------------------------------- the homelab
 def tfvars_from_inventory(inventory_json: dict) -> dict:
     """The variables playbooks/provision.yml passes, for an `ansible-inventory --list` dump."""
-    from ansible_collections.cps.gpu_cluster.plugins.module_utils.terraform_vars import terraform_vars
-
     return terraform_vars(groups_of(inventory_json), inventory_json["_meta"]["hostvars"], [SSH_KEY])
 
 
