@@ -41,6 +41,7 @@ def test_provider_pinned_and_no_secrets(parsed):
         assert re.fullmatch(r"= \d+\.\d+\.\d+", unquote(providers[name]["version"])), f"{name} must be pinned to one version"
     provider = blocks(parsed, "provider")["proxmox"]
     assert not {"api_token", "password", "username", "ssh"} & set(provider), "credentials come from the environment"
+    assert "/api2/json" in provider["endpoint"], "gpu_cluster_proxmox_api_url's /api2/json is cut off for the provider"
     for path in MODULE.iterdir():
         text = path.read_text() if path.is_file() else ""
         assert not re.search(r"PVEAPIToken=|[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}", text), path.name
