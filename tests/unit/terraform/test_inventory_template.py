@@ -89,8 +89,8 @@ def test_generated_names_raw_addresses_and_presets(tmp_path):
     assert worker["gpu_cluster_scratch_device"] == "/dev/disk/by-id/virtio-scratch"
     assert hostvars["pve9"]["gpu_cluster_proxmox_template_id"] == 9001
 
-    by_address = dict(base, gpu_workers={"gpu-a": {"ip": "192.168.5.40", "preset": "small", "cores": 12,
-                                                    "gpu_addresses": ["0000:01:00.0"]}})
+    worker = {"ip": "192.168.5.40", "preset": "small", "cores": 12, "gpu_addresses": ["0000:01:00.0"]}
+    by_address = dict(base, gpu_workers={"gpu-a": worker})
     resolved = resolve(by_address)
     assert resolved["gpu_workers"]["gpu-a"]["gpu_devices"] == [{"mapping": None, "id": "0000:01:00.0"}]
     worker = render_inventory(by_address, tmp_path)["_meta"]["hostvars"]["gpu-a"]

@@ -48,8 +48,10 @@ def test_shared_variables_need_the_same_value_everywhere():
     assert shared_variables([], hostvars) == {}
 
 
-@pytest.mark.parametrize(("group", "message"), [("proxmox_hosts", "no host in proxmox_hosts"),
-                                                 ("k3s_servers", "no host in k3s_servers")])
+@pytest.mark.parametrize(("group", "message"), [
+    ("proxmox_hosts", "no host in proxmox_hosts"),
+    ("k3s_servers", "no host in k3s_servers"),
+])
 def test_refuses_an_inventory_without(group, message):
     groups, hostvars = inventory()
     groups[group] = []
