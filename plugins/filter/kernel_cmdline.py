@@ -20,7 +20,7 @@ def _iommu_args(cpu_vendor, extra=None):
     try:
         return iommu_args(cpu_vendor, extra)
     except ValueError as exc:
-        raise AnsibleFilterError(str(exc))
+        raise AnsibleFilterError(str(exc)) from exc
 
 
 class FilterModule(object):

@@ -46,10 +46,8 @@ def merge_cmdline(current, desired, managed_keys=IOMMU_KEYS):
 
 def grub_cmdline(grub_default_text):
     """The value of ``GRUB_CMDLINE_LINUX_DEFAULT`` in ``/etc/default/grub`` text ('' when unset)."""
-    match = None
-    for match in GRUB_DEFAULT_RE.finditer(grub_default_text or ""):
-        pass
-    return match.group(2) if match else ""
+    matches = list(GRUB_DEFAULT_RE.finditer(grub_default_text or ""))
+    return matches[-1].group(2) if matches else ""
 
 
 def proxmox_boot_tool_loader(status_output):

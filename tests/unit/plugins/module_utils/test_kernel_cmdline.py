@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import pytest
-
 from ansible_collections.cps.gpu_cluster.plugins.module_utils import kernel_cmdline as kc
 
 

@@ -6,7 +6,6 @@ import importlib.util
 from pathlib import Path
 
 import pytest
-
 from ansible_collections.cps.gpu_cluster.plugins.module_utils import pci_sysfs
 
 FIXTURES = Path(__file__).resolve().parents[3] / "fixtures"
@@ -47,7 +46,7 @@ def test_gpu_sharing_group_with_bridge_neighbour(tree):
     assert gpu["iommu_group"] == 14
     assert gpu["group_isolated"] is False
     assert gpu["group_foreign_devices"] == ["0000:0d:00.0"]
-    nic = [d for d in gpu["group_devices"] if d["address"] == "0000:0d:00.0"][0]
+    nic = next(d for d in gpu["group_devices"] if d["address"] == "0000:0d:00.0")
     assert nic["driver"] == "igb" and nic["class"] == "0200"
 
 

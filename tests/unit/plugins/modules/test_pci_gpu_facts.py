@@ -9,7 +9,6 @@ from pathlib import Path
 import pytest
 from ansible.module_utils import basic
 from ansible.module_utils.common.text.converters import to_bytes
-
 from ansible_collections.cps.gpu_cluster.plugins.modules import pci_gpu_facts
 
 FIXTURES = Path(__file__).resolve().parents[3] / "fixtures"
