@@ -43,6 +43,14 @@ class FakeApi:
         self.routes = routes
         self.calls = []
 
+    def session_request(self):
+        """A replacement for ProxmoxHttpSession.request (a method: gets the session first)."""
+
+        def request(session, method, url, **kwargs):
+            return self.request(session, method, url, **kwargs)
+
+        return request
+
     def request(self, session, method, url, params=None, data=None, **kwargs):
         path = url.split("/api2/json", 1)[1]
         body = parse_qs(data) if isinstance(data, str) else data
@@ -52,8 +60,7 @@ class FakeApi:
 
 def run_module(monkeypatch, routes, args, check=False, diff=False):
     api = FakeApi(routes)
-    monkeypatch.setattr(https.ProxmoxHttpSession, "request",
-                        api.request)
+    monkeypatch.setattr(https.ProxmoxHttpSession, "request", api.session_request())
     module_args = dict(AUTH, **args, _ansible_check_mode=check, _ansible_diff=diff)
     monkeypatch.setattr(basic, "_ANSIBLE_ARGS", to_bytes(json.dumps({"ANSIBLE_MODULE_ARGS": module_args})))
     monkeypatch.setattr(basic, "_ANSIBLE_PROFILE", "legacy", raising=False)
@@ -157,8 +164,7 @@ def test_env_fallbacks(monkeypatch):
     monkeypatch.setenv("PROXMOX_TOKEN_ID", "root@pam!ci")
     monkeypatch.setenv("PROXMOX_TOKEN_SECRET", "envsecret")
     api = FakeApi(LIST)
-    monkeypatch.setattr(https.ProxmoxHttpSession, "request",
-                        api.request)
+    monkeypatch.setattr(https.ProxmoxHttpSession, "request", api.session_request())
     args = {"name": "a100-0", "state": "absent", "_ansible_check_mode": True}
     monkeypatch.setattr(basic, "_ANSIBLE_ARGS", to_bytes(json.dumps({"ANSIBLE_MODULE_ARGS": args})))
     monkeypatch.setattr(basic, "_ANSIBLE_PROFILE", "legacy", raising=False)
