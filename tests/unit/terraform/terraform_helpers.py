@@ -18,7 +18,10 @@ from __future__ import annotations
 
 import ipaddress
 import json
+import os
 import re
+import shutil
+import subprocess
 from pathlib import Path
 
 import hcl2
@@ -279,3 +282,19 @@ def groups_of(inventory_json: dict) -> dict[str, list[str]]:
         if isinstance(data, dict):
             names |= set(data.get("children", []))
     return {name: hosts(name) for name in sorted(names)}
+
+
+# ------------------------------------------------------------------ ansible
+ANSIBLE_INVENTORY = shutil.which("ansible-inventory") or str(REPO / ".venv" / "bin" / "ansible-inventory")
+
+
+def ansible_env() -> dict:
+    return dict(os.environ, ANSIBLE_CONFIG=str(REPO / "ansible.cfg"), ANSIBLE_COLLECTIONS_PATH=str(REPO / "collections"),
+                ANSIBLE_INJECT_FACT_VARS="false", ANSIBLE_NOCOLOR="1")
+
+
+def inventory_list(source) -> dict:
+    """`ansible-inventory --list` of an inventory file or directory."""
+    out = subprocess.run([ANSIBLE_INVENTORY, "-i", str(source), "--list"], cwd=REPO, env=ansible_env(),
+                         check=True, capture_output=True, text=True, timeout=120).stdout
+    return json.loads(out)

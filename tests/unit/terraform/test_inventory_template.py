@@ -9,8 +9,7 @@ import copy
 
 import pytest
 import yaml
-from conftest import inventory_list
-from terraform_helpers import SSH_KEY, groups_of, render_template, resolve, tfvars_from_inventory
+from terraform_helpers import SSH_KEY, groups_of, inventory_list, render_template, resolve, tfvars_from_inventory
 
 GROUPS = ["proxmox_hosts", "k3s_cluster", "k3s_servers", "k3s_agents", "gpu_workers", "infra_nodes", "app_nodes"]
 
