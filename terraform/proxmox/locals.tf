@@ -85,6 +85,7 @@ locals {
     )
     proxmox_vars = merge(
       {
+        ansible_user                        = "root"
         gpu_cluster_proxmox_node            = var.proxmox_node
         gpu_cluster_proxmox_storage         = var.vm_storage
         gpu_cluster_proxmox_scratch_storage = var.scratch_storage

@@ -134,7 +134,7 @@ def resolve(tfvars: dict) -> dict:
             **extra.get("all", {}),
         },
         "proxmox_vars": {
-            "gpu_cluster_proxmox_node": var["proxmox_node"], "gpu_cluster_proxmox_storage": var["vm_storage"],
+            "ansible_user": "root", "gpu_cluster_proxmox_node": var["proxmox_node"], "gpu_cluster_proxmox_storage": var["vm_storage"],
             "gpu_cluster_proxmox_scratch_storage": var["scratch_storage"],
             "gpu_cluster_proxmox_template_id": var["template_vm_id"], "gpu_cluster_proxmox_bridge": var["bridge"],
             **({"gpu_cluster_proxmox_api_url": var["proxmox_endpoint"]} if var["proxmox_endpoint"] else {}),

@@ -87,6 +87,7 @@ def test_generated_names_raw_addresses_and_presets(tmp_path):
     assert (worker["gpu_cluster_vm_cores"], worker["gpu_cluster_gpu_count"], worker["gpu_cluster_gpu_pci_mappings"]) == (16, 1, ["rtx-0"])
     assert worker["gpu_cluster_scratch_device"] == "/dev/disk/by-id/virtio-scratch"
     assert hostvars["pve9"]["gpu_cluster_proxmox_template_id"] == 9001
+    assert hostvars["pve9"]["ansible_user"] == "root", "Proxmox VE is administered as root"
 
     worker = {"ip": "192.168.5.40", "preset": "small", "cores": 12, "gpu_addresses": ["0000:01:00.0"]}
     by_address = dict(base, gpu_workers={"gpu-a": worker})
