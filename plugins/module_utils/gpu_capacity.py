@@ -212,7 +212,7 @@ def _expected_count(count, node_name, resource):
         return parse_quantity(count)
     except QuantityError as exc:
         where = "per_node.%s.%s" % (node_name, resource) if node_name else resource
-        raise ValueError("expected.%s must be a whole number of devices: %s" % (where, exc))
+        raise ValueError("expected.%s must be a whole number of devices: %s" % (where, exc)) from None
 
 
 def validate_expected(expected):

@@ -96,7 +96,7 @@ def parse_query_xml(text):
     try:
         root = ET.fromstring(_strip_doctype(text))
     except ET.ParseError as exc:
-        raise NvidiaSmiError("nvidia-smi -q -x output is not XML: %s" % exc)
+        raise NvidiaSmiError("nvidia-smi -q -x output is not XML: %s" % exc) from None
     if root.tag != "nvidia_smi_log":
         raise NvidiaSmiError("nvidia-smi -q -x output has root <%s>, expected <nvidia_smi_log>" % root.tag)
     driver_version = _text(root, "driver_version")

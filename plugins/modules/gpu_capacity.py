@@ -85,7 +85,7 @@ options:
 requirements:
   - kubernetes (Python library), only when C(nodes) is omitted
 author:
-  - cps.gpu_cluster contributors
+  - cps.gpu_cluster contributors (@cps-gpu-cluster)
 notes:
   - Malformed quantities (for example C(nvidia.com/gpu=two)) are reported as shortfalls naming the node,
     never as a traceback.

@@ -21,9 +21,10 @@ options:
   nvidia_smi_path:
     description:
       - Path of the nvidia-smi binary. By default it is looked up on C(PATH) and in C(/usr/bin).
+      - A path that is not an executable file is treated as nvidia-smi not being installed.
     type: path
 author:
-  - cps.gpu_cluster contributors
+  - cps.gpu_cluster contributors (@cps-gpu-cluster)
 notes:
   - nvidia-smi's C(N/A) values are returned as null.
   - nvidia-smi exiting 6 (C(No devices were found)) is reported as zero GPUs, not as a failure.
@@ -124,6 +125,8 @@ ansible_facts:
           cuda_version: "12.0"
 """
 
+import os
+
 from ansible.module_utils.basic import AnsibleModule
 
 from ansible_collections.cps.gpu_cluster.plugins.module_utils.nvidia_smi import (
@@ -139,6 +142,8 @@ def main():
         supports_check_mode=True,
     )
     binary = module.params["nvidia_smi_path"] or module.get_bin_path("nvidia-smi", opt_dirs=["/usr/bin"])
+    if binary and not os.access(binary, os.X_OK):
+        binary = None
     facts = {"nvidia_gpus": [], "nvidia_driver_version": None}
     if not binary:
         module.exit_json(

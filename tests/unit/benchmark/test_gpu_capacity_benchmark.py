@@ -14,7 +14,7 @@ BOUND_S = 10.0
 
 
 def synthetic_node(index):
-    name = "wk-gpu%05d" % index
+    name = f"wk-gpu{index:05d}"
     return {
         "metadata": {"name": name, "labels": {
             "gpu": "true", "nvidia.com/gpu.product": "NVIDIA-A100-80GB-PCIe", "nvidia.com/gpu.count": "2",
@@ -36,7 +36,7 @@ def test_5000_nodes(capsys):
     result = evaluate(nodes, expected=expected)
     elapsed = time.perf_counter() - start
     with capsys.disabled():
-        print("\ngpu_capacity evaluator: %d nodes (with per-node expectations) in %.3f s" % (NODES, elapsed))
+        print(f"\ngpu_capacity evaluator: {NODES} nodes (with per-node expectations) in {elapsed:.3f} s")
     assert result["totals"] == {"nvidia.com/gpu": 2 * NODES}
     assert result["shortfalls"] == []
     assert len(result["nodes"]) == NODES

@@ -7,7 +7,6 @@ import json
 from pathlib import Path
 
 import pytest
-
 from ansible_collections.cps.gpu_cluster.plugins.module_utils.gpu_capacity import (
     QuantityError,
     evaluate,

@@ -5,7 +5,6 @@ from __future__ import annotations
 from pathlib import Path
 
 import pytest
-
 from ansible_collections.cps.gpu_cluster.plugins.module_utils.nvidia_smi import (
     NvidiaSmiError,
     interpret_run,
