@@ -4,7 +4,7 @@ terraform {
   required_providers {
     proxmox = {
       source  = "bpg/proxmox"
-      version = "= 0.84.1"
+      version = "= 0.83.0"
     }
     local = {
       source  = "hashicorp/local"
