@@ -131,7 +131,7 @@ mapping:
     description: NVIDIA A100 80GB PCIe
     map:
       - {node: pve1, path: "0000:17:00.0", id: "10de:20b5", iommugroup: "42", subsystem-id: "10de:1533"}
-action:
+operation:
   description: What was (or in check mode would be) done, C(none), C(create), C(update) or C(delete).
   returned: always
   type: str
@@ -225,7 +225,7 @@ def run(module, api):
                 pci(name).delete()
         except ResourceException as exc:
             raise MappingError("%s of PCI mapping %s failed: %s" % (action, name, exc)) from exc
-    result = {"changed": action != "none", "action": action, "mapping": after}
+    result = {"changed": action != "none", "operation": action, "mapping": after}
     if module._diff:
         result["diff"] = {"before": before or {}, "after": after or {}}
     return result

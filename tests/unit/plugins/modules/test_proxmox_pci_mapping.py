@@ -87,7 +87,7 @@ WRITE = ("mapping_pci_write.json",)
 def test_unchanged_mapping_is_left_alone(monkeypatch):
     kind, result, calls = run_module(monkeypatch, LIST, dict(A100_0, description="NVIDIA A100 80GB PCIe"))
     assert kind is ExitJson, result
-    assert result["changed"] is False and result["action"] == "none"
+    assert result["changed"] is False and result["operation"] == "none"
     assert [c[:2] for c in calls] == [("GET", "/cluster/mapping/pci"), ("GET", "/cluster/mapping/pci/a100-0")]
     assert "s3cret" in calls[0][3].token_value  # token auth, secret only in the auth header object
 
@@ -97,7 +97,7 @@ def test_create_posts_id_and_map(monkeypatch):
     args = dict(A100_0, name="a100-2", path="0000:4b:00.0", iommu_group=44)
     kind, result, calls = run_module(monkeypatch, routes, args, diff=True)
     assert kind is ExitJson, result
-    assert result["changed"] is True and result["action"] == "create"
+    assert result["changed"] is True and result["operation"] == "create"
     method, path, body, _auth = calls[-1]
     assert (method, path) == ("POST", "/cluster/mapping/pci")
     assert body == {"id": "a100-2",
@@ -109,7 +109,7 @@ def test_create_posts_id_and_map(monkeypatch):
 def test_check_mode_reads_only(monkeypatch):
     args = dict(A100_0, name="a100-2", path="0000:4b:00.0")
     kind, result, calls = run_module(monkeypatch, LIST, args, check=True)
-    assert kind is ExitJson and result["changed"] is True and result["action"] == "create"
+    assert kind is ExitJson and result["changed"] is True and result["operation"] == "create"
     assert {c[0] for c in calls} == {"GET"}
 
 
@@ -118,7 +118,7 @@ def test_update_keeps_other_nodes_and_sends_digest(monkeypatch):
     args = dict(A100_0, name="a100-1", path="0000:31:00.0", iommu_group=45)
     kind, result, calls = run_module(monkeypatch, routes, args, diff=True)
     assert kind is ExitJson, result
-    assert result["action"] == "update"
+    assert result["operation"] == "update"
     method, path, body, _auth = calls[-1]
     assert (method, path) == ("PUT", "/cluster/mapping/pci/a100-1")
     assert body["map"] == ["node=pve1,path=0000:31:00.0,id=10de:20b5,iommugroup=45,subsystem-id=10de:1533",
@@ -130,7 +130,7 @@ def test_update_keeps_other_nodes_and_sends_digest(monkeypatch):
 def test_absent_deletes(monkeypatch):
     routes = {**LIST, ("DELETE", "/cluster/mapping/pci/a100-0"): WRITE}
     kind, result, calls = run_module(monkeypatch, routes, {"name": "a100-0", "state": "absent"})
-    assert kind is ExitJson and result["action"] == "delete" and result["mapping"] is None
+    assert kind is ExitJson and result["operation"] == "delete" and result["mapping"] is None
     assert calls[-1][:2] == ("DELETE", "/cluster/mapping/pci/a100-0")
 
 
