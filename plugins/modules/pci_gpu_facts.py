@@ -30,7 +30,7 @@ options:
     type: bool
     default: false
 author:
-  - cps.gpu_cluster contributors
+  - cps.gpu_cluster contributors (@cps-gpu-cluster)
 notes:
   - C(driver) is the driver bound now (for example C(vfio-pci), C(nvidia), C(nouveau)), or C(none).
 """

@@ -91,7 +91,7 @@ options:
     choices: [present, absent]
     default: present
 author:
-  - cps.gpu_cluster contributors
+  - cps.gpu_cluster contributors (@cps-gpu-cluster)
 seealso:
   - name: Proxmox VE API, /cluster/mapping/pci
     description: The API this module calls.

@@ -85,7 +85,7 @@ def test_dgx1_eight_v100_not_nvswitch(tree):
 def test_unbound_device_reports_none(tmp_path):
     root = sysfs_tree.build("host_2gpu_vfio", tmp_path / "sys")
     (root / "devices/pci0000:00/0000:08:00.0/driver").unlink()
-    gpus, _ = pci_sysfs.gpu_facts(str(root))
+    gpus, _enabled = pci_sysfs.gpu_facts(str(root))
     assert gpus[1]["driver"] == "none"
 
 
@@ -121,7 +121,7 @@ def test_parse_lspci_nvswitch_is_not_a_gpu():
 
 
 def test_merge_lspci_adds_names_and_unseen_gpus(tree):
-    gpus, _ = pci_sysfs.gpu_facts(tree("host_2gpu_vfio"))
+    gpus, _enabled = pci_sysfs.gpu_facts(tree("host_2gpu_vfio"))
     text = (FIXTURES / "lspci" / "lspci-nnk_grep-NVIDIA__no-driver-lines__gp100-x4__deepops.txt").read_text()
     merged = pci_sysfs.merge_lspci(gpus, pci_sysfs.parse_lspci_nnk(text))
     assert [g["address"] for g in merged] == ["0000:07:00.0", "0000:08:00.0", "0000:0e:00.0", "0000:0f:00.0"]

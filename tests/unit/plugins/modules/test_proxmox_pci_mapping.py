@@ -168,7 +168,11 @@ def test_env_fallbacks(monkeypatch):
     args = {"name": "a100-0", "state": "absent", "_ansible_check_mode": True}
     monkeypatch.setattr(basic, "_ANSIBLE_ARGS", to_bytes(json.dumps({"ANSIBLE_MODULE_ARGS": args})))
     monkeypatch.setattr(basic, "_ANSIBLE_PROFILE", "legacy", raising=False)
-    monkeypatch.setattr(basic.AnsibleModule, "exit_json", lambda self, **kw: (_ for _ in ()).throw(ExitJson(kw)))
+
+    def exit_json(self, **kwargs):
+        raise ExitJson(kwargs)
+
+    monkeypatch.setattr(basic.AnsibleModule, "exit_json", exit_json)
     with pytest.raises(ExitJson):
         proxmox_pci_mapping.main()
     assert api.calls[0][3].username == "root@pam" and api.calls[0][3].token_value == "envsecret"
