@@ -1,0 +1,102 @@
+"""Render tier for playbooks/verify.yml: the Jobs, volumes and namespace it would create.
+
+Runs the real playbook on the homelab inventory with ``gpu_cluster_verify_render_dir`` (workers made
+unreachable on purpose, no cluster), then validates every manifest with kubernetes-validate (strict:
+unknown fields fail) and checks the plan: every GPU worker gets the nvidia-smi, vector-add and
+PyTorch checks on its own node, one multi-GPU check asks for two GPUs, images are pinned and
+overridable.
+"""
+
+from __future__ import annotations
+
+import os
+import subprocess
+from pathlib import Path
+
+import kubernetes_validate
+import pytest
+import yaml
+
+REPO = Path(__file__).resolve().parents[2]
+HOMELAB = REPO / "inventories" / "homelab"
+K8S_VERSION = "1.33"
+WORKERS = ["wk-gpu1", "wk-gpu2", "wk-gpu3", "wk-gpu4"]
+
+
+def render(out: Path, *extra: str) -> subprocess.CompletedProcess:
+    env = dict(os.environ, ANSIBLE_CONFIG=str(REPO / "ansible.cfg"),
+               ANSIBLE_COLLECTIONS_PATH=str(REPO / "collections"), ANSIBLE_INJECT_FACT_VARS="false",
+               ANSIBLE_FORCE_COLOR="0")
+    argv = ["ansible-playbook", str(REPO / "playbooks" / "verify.yml"), "-i", str(HOMELAB),
+            # the workers are "unreachable" (port 1) and there is no kubeconfig: every part SKIPPED
+            "-e", "ansible_host=127.0.0.1", "-e", "ansible_port=1",
+            "-e", f"gpu_cluster_kubeconfig={out}/absent-kubeconfig",
+            "-e", f"gpu_cluster_verify_render_dir={out}/manifests",
+            "-e", f"gpu_cluster_verify_report_dir={out}/reports", *extra]
+    proc = subprocess.run(argv, cwd=REPO, env=env, capture_output=True, text=True, timeout=600, check=False)
+    assert proc.returncode == 0, proc.stdout[-4000:] + proc.stderr[-2000:]
+    return proc
+
+
+@pytest.fixture(scope="module")
+def rendered(tmp_path_factory):
+    out = tmp_path_factory.mktemp("verify_render")
+    proc = render(out, "-e", '{"gpu_cluster_verify_images": {"busybox": "registry.lan/busybox:1.36.1"}}')
+    docs = {}
+    for path in sorted((out / "manifests").glob("*.yaml")):
+        docs[path.stem] = [doc for doc in yaml.safe_load_all(path.read_text()) if doc]
+    return {"docs": docs, "stdout": proc.stdout, "report": (out / "reports" / "homelab-verify.md").read_text()}
+
+
+def test_every_manifest_is_valid_kubernetes(rendered):
+    assert rendered["docs"], "nothing rendered"
+    for name, docs in rendered["docs"].items():
+        for doc in docs:
+            try:
+                kubernetes_validate.validate(doc, K8S_VERSION, strict=True)
+            except kubernetes_validate.ValidationError as exc:
+                pytest.fail(f"{name}: {doc['kind']} is invalid: {exc}")
+
+
+def jobs(rendered):
+    return {doc["metadata"]["name"]: doc for docs in rendered["docs"].values() for doc in docs if doc["kind"] == "Job"}
+
+
+def test_gpu_smoke_tests_on_every_worker(rendered):
+    all_jobs = jobs(rendered)
+    for worker in WORKERS:
+        for check, gpus in (("smi", 1), ("vectoradd", 1), ("pytorch", 1)):
+            job = all_jobs[f"{check}-{worker}"]
+            pod = job["spec"]["template"]["spec"]
+            assert pod["nodeSelector"] == {"kubernetes.io/hostname": worker}
+            assert pod["containers"][0]["resources"]["limits"] == {"nvidia.com/gpu": gpus}
+            assert pod["restartPolicy"] == "Never" and job["spec"]["backoffLimit"] == 0
+    multi = all_jobs["multigpu-wk-gpu1"]["spec"]["template"]["spec"]["containers"][0]
+    assert multi["resources"]["limits"] == {"nvidia.com/gpu": 2}
+    assert "torch.cuda.device_count()" in multi["command"][-1]
+
+
+def test_images_are_pinned_and_overridable(rendered):
+    for name, job in jobs(rendered).items():
+        image = job["spec"]["template"]["spec"]["containers"][0]["image"]
+        assert ":" in image.rsplit("/", 1)[-1] and not image.endswith(":latest"), f"{name}: {image} is not pinned"
+    assert jobs(rendered)["coredns"]["spec"]["template"]["spec"]["containers"][0]["image"] == \
+        "registry.lan/busybox:1.36.1"
+
+
+def test_storage_checks(rendered):
+    default = rendered["docs"]["default-storage"]
+    assert [d["kind"] for d in default] == ["PersistentVolumeClaim", "Job"]
+    assert "storageClassName" not in default[0]["spec"]
+    scratch = rendered["docs"]["fast-scratch"]
+    assert scratch[0]["spec"]["storageClassName"] == "fast-scratch"
+    assert scratch[1]["spec"]["template"]["spec"]["nodeSelector"] == {"gpu": "true"}
+
+
+def test_skipped_lines_and_report(rendered):
+    lines = [line for line in rendered["stdout"].splitlines() if "SKIPPED verify:" in line]
+    for part in ["GPUs on wk-gpu1", "capacity and nodes Ready", "etcd", "smoke tests and health Jobs"]:
+        assert sum(f"SKIPPED verify: {part}" in line for line in lines) == 1, part
+    report = rendered["report"]
+    assert "**Result: PASS**" in report and "checks SKIPPED" in report
+    assert "| wk-gpu1 | 2 x NVIDIA A100 80GB PCIe | SKIPPED | SKIPPED | SKIPPED |" in report
