@@ -1,0 +1,48 @@
+"""playbooks/proxmox_host.yml on localhost where it must not touch the host: without GPUs it
+says so in exactly one SKIPPED line; without API credentials the mapping part says why."""
+
+from __future__ import annotations
+
+import os
+import shutil
+import subprocess
+import sys
+from pathlib import Path
+
+import yaml
+
+REPO = Path(__file__).resolve().parents[2]
+ANSIBLE_PLAYBOOK = shutil.which("ansible-playbook") or str(REPO / ".venv" / "bin" / "ansible-playbook")
+
+
+def run(tmp_path, host_vars):
+    inventory = {"all": {"children": {"proxmox_hosts": {"hosts": {"pvetest": dict(
+        ansible_connection="local", ansible_python_interpreter=sys.executable, ansible_become=False, **host_vars)}}}}}
+    (tmp_path / "hosts.yml").write_text(yaml.safe_dump(inventory))
+    env = {k: v for k, v in os.environ.items() if not k.startswith("PROXMOX_")}
+    env.update(ANSIBLE_CONFIG=str(REPO / "ansible.cfg"), ANSIBLE_INJECT_FACT_VARS="false", ANSIBLE_NOCOLOR="1")
+    proc = subprocess.run([ANSIBLE_PLAYBOOK, "-i", str(tmp_path / "hosts.yml"), "playbooks/proxmox_host.yml"],
+                          cwd=REPO, env=env, capture_output=True, text=True, timeout=120, check=False)
+    return proc.returncode, proc.stdout + proc.stderr
+
+
+def skipped_lines(out):
+    return [line.strip() for line in out.splitlines() if '"SKIPPED proxmox_host:' in line]
+
+
+def test_no_gpus_one_skipped_line(tmp_path):
+    rc, out = run(tmp_path, {})
+    assert rc == 0, out
+    assert skipped_lines(out) == [
+        '"msg": "SKIPPED proxmox_host: no GPUs to pass through on pvetest (gpu_cluster_gpu_pci_ids is empty)"']
+
+
+def test_no_credentials_skips_mappings(tmp_path):
+    rc, out = run(tmp_path, {"gpu_cluster_gpu_pci_devices": [{"name": "a100-0", "address": "0000:17:00.0"}],
+                             "gpu_cluster_proxmox_api_url": "https://10.0.0.2:8006/api2/json",
+                             "gpu_cluster_proxmox_api_token_id": "terraform@pve!gpu-cluster"})
+    assert rc == 0, out
+    lines = skipped_lines(out)
+    assert len(lines) == 2
+    assert "PCI mappings not created on pvetest: no Proxmox API credentials" in lines[1]
+    assert "PROXMOX_TOKEN_SECRET" in lines[1]
