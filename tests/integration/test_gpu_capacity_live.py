@@ -1,0 +1,68 @@
+"""Live tier: gpu_capacity lists a real cluster's nodes itself (page by page).
+
+Runs only when GPU_CLUSTER_KUBECONFIG (or KUBECONFIG) names the kubeconfig of a reachable cluster;
+skipped with the reason otherwise. Read-only.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+REPO = Path(__file__).resolve().parents[2]
+KUBECONFIG = os.environ.get("GPU_CLUSTER_KUBECONFIG") or os.environ.get("KUBECONFIG", "")
+
+
+def reachable_nodes():
+    """Node names as the kubernetes client lists them, or the reason the tier is skipped."""
+    if not KUBECONFIG:
+        return None, "live tier: set GPU_CLUSTER_KUBECONFIG (or KUBECONFIG) to a cluster's kubeconfig"
+    if not Path(KUBECONFIG).is_file():
+        return None, f"live tier: kubeconfig {KUBECONFIG} does not exist"
+    try:
+        import kubernetes
+        api = kubernetes.config.new_client_from_config(config_file=KUBECONFIG)
+        items = kubernetes.client.CoreV1Api(api).list_node(_request_timeout=10).items
+    except Exception as exc:  # noqa: BLE001 - any failure to reach the API means: skip, with why
+        return None, f"live tier: no Kubernetes API answers through {KUBECONFIG}: {exc}"
+    return [node.metadata.name for node in items], ""
+
+
+NODES, REASON = reachable_nodes()
+pytestmark = pytest.mark.skipif(NODES is None, reason=REASON or "live tier")
+
+
+def test_gpu_capacity_lists_every_node(tmp_path):
+    result_path = tmp_path / "result.json"
+    playbook = tmp_path / "play.yml"
+    playbook.write_text(f"""
+- hosts: localhost
+  gather_facts: false
+  tasks:
+    - cps.gpu_cluster.gpu_capacity:
+        kubeconfig: {json.dumps(KUBECONFIG)}
+      register: capacity
+      ignore_errors: true
+    - ansible.builtin.copy:
+        content: "{{{{ capacity | to_json }}}}"
+        dest: {json.dumps(str(result_path))}
+        mode: "0600"
+""")
+    env = dict(os.environ, ANSIBLE_CONFIG=str(REPO / "ansible.cfg"),
+               ANSIBLE_COLLECTIONS_PATH=str(REPO / "collections"), ANSIBLE_INJECT_FACT_VARS="false")
+    proc = subprocess.run(["ansible-playbook", str(playbook), "-i", "localhost,", "-c", "local",
+                           "-e", f"ansible_python_interpreter={sys.executable}"],
+                          cwd=REPO, env=env, capture_output=True, text=True, timeout=300, check=False)
+    assert proc.returncode == 0, proc.stdout[-3000:]
+    result = json.loads(result_path.read_text())
+    assert sorted(n["name"] for n in result["nodes"]) == sorted(NODES)
+    assert result["changed"] is False
+    for node in result["nodes"]:
+        assert isinstance(node["ready"], bool) and isinstance(node["schedulable"], bool)
+    # a failure is only ever a list of shortfall sentences
+    assert result.get("failed", False) == bool(result["shortfalls"])
