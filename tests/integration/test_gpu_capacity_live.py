@@ -12,6 +12,7 @@ import subprocess
 import sys
 from pathlib import Path
 
+import kubernetes
 import pytest
 
 REPO = Path(__file__).resolve().parents[2]
@@ -25,10 +26,9 @@ def reachable_nodes():
     if not Path(KUBECONFIG).is_file():
         return None, f"live tier: kubeconfig {KUBECONFIG} does not exist"
     try:
-        import kubernetes
         api = kubernetes.config.new_client_from_config(config_file=KUBECONFIG)
         items = kubernetes.client.CoreV1Api(api).list_node(_request_timeout=10).items
-    except Exception as exc:  # noqa: BLE001 - any failure to reach the API means: skip, with why
+    except Exception as exc:  # any failure to reach the API means: skip, with why
         return None, f"live tier: no Kubernetes API answers through {KUBECONFIG}: {exc}"
     return [node.metadata.name for node in items], ""
 
