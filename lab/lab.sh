@@ -72,6 +72,25 @@ wait_for_systemd() {
   return 1
 }
 
+# Make the Proxmox stand-in look like a fresh Proxmox VE install booting with
+# GRUB, so the vfio_passthrough role configures it for real. The boot tools a
+# container cannot run are stubs in /usr/local/sbin that log each call to
+# /var/log/lab-stubs.log.
+pve_up() {
+  podman exec "$1" sh -euc '
+    [ -e /etc/default/grub ] || cat >/etc/default/grub <<GRUB
+GRUB_DEFAULT=0
+GRUB_TIMEOUT=5
+GRUB_DISTRIBUTOR="Proxmox VE"
+GRUB_CMDLINE_LINUX_DEFAULT="quiet"
+GRUB_CMDLINE_LINUX=""
+GRUB
+    for tool in update-grub update-initramfs; do
+      printf "#!/bin/sh\n# lab stub: a container has no boot loader or kernel to update\necho \"\$(basename \"\$0\") \$*\" >>/var/log/lab-stubs.log\n" >/usr/local/sbin/$tool
+      chmod 0755 /usr/local/sbin/$tool
+    done'
+}
+
 # The GPU worker's NVMe scratch disk: a loop device named like the VM's virtio
 # disk (/dev/disk/by-id/virtio-scratch), so the storage phase partitions,
 # formats and mounts it for real. The container's /dev is a tmpfs, so the
@@ -152,6 +171,7 @@ gpu_cluster_gpu_operator_version: $(yaml_value gpu_cluster_gpu_operator_version)
 gpu_cluster_delivery: direct
 gpu_cluster_kubeconfig: $state/kubeconfig.yaml
 gpu_cluster_fleet_dir: $state/fleet
+gpu_cluster_verify_report_dir: $state/reports
 
 # A lab: containers, no GPUs, no Proxmox API, no reboots, no k3s download.
 # Phases that need those say "SKIPPED <phase>: <reason>" (docs/lab.md).
@@ -160,9 +180,17 @@ EOF
 
   cat >"$inventory/group_vars/proxmox_hosts.yml" <<'EOF'
 ---
-# The lab's Proxmox-like host is a plain Debian container: no GPUs to pass
-# through, no Proxmox API.
+# The lab's Proxmox-like host is a Debian container with a GRUB layout and no
+# Proxmox API. The role vfio_passthrough writes the IOMMU kernel arguments and
+# the vfio-pci settings for the homelab's GPU id for real, but never reboots
+# (its verification says SKIPPED); the PCI mappings of the two declared cards
+# are skipped for want of a Proxmox API.
 gpu_cluster_proxmox_node: lab-pve1
+gpu_cluster_gpu_pci_ids: ["10de:20b5"]
+gpu_cluster_gpu_pci_devices:
+  - {name: a100-0, address: "0000:17:00.0"}
+  - {name: a100-1, address: "0000:31:00.0"}
+vfio_passthrough_reboot: false
 EOF
 
   cat >"$inventory/group_vars/k3s_servers.yml" <<'EOF'
@@ -208,6 +236,9 @@ emit_hosts() {
     set -- $node
     if [ "$2" = "$wanted" ]; then
       printf '%s%s:\n%s  ansible_host: %s\n%s  gpu_cluster_node_ip: %s\n' "$indent" "$1" "$indent" "$1" "$indent" "$subnet.$3"
+      if [ "$wanted" = gpu_workers ]; then
+        printf '%s  gpu_cluster_gpu_pci_mappings: [a100-0, a100-1]\n' "$indent"
+      fi
     fi
   done
 }
@@ -240,9 +271,10 @@ up() {
   done
   for node in "${nodes[@]}"; do
     set -- $node
-    if [ "$2" = gpu_workers ]; then
-      scratch_up "$1"
-    fi
+    case "$2" in
+      gpu_workers) scratch_up "$1" ;;
+      proxmox_hosts) pve_up "$1" ;;
+    esac
   done
   write_inventory
 
