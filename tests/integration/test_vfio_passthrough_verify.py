@@ -26,17 +26,18 @@ PLAYBOOK = """
   tasks:
     - ansible.builtin.include_role:
         name: cps.gpu_cluster.vfio_passthrough
-        tasks_from: verify.yml
+        tasks_from: {tasks_from}
 """
 
 
-def run_verify(tmp_path, layout, devices, cmdline="BOOT_IMAGE=/vmlinuz quiet intel_iommu=on iommu=pt"):
+def run_verify(tmp_path, layout, devices, *, cmdline="BOOT_IMAGE=/vmlinuz quiet intel_iommu=on iommu=pt",
+               tasks_from="verify.yml", pci_ids=("10de:15fc",)):
     sysfs = sysfs_tree.build(layout, tmp_path / "sys")
     (tmp_path / "cmdline").write_text(cmdline + "\n")
-    (tmp_path / "play.yml").write_text(PLAYBOOK)
+    (tmp_path / "play.yml").write_text(PLAYBOOK.format(tasks_from=tasks_from))
     extra = {
         "ansible_python_interpreter": sys.executable,
-        "gpu_cluster_gpu_pci_ids": ["10de:15fc"],
+        "gpu_cluster_gpu_pci_ids": list(pci_ids),
         "vfio_passthrough_pci_devices": devices,
         "vfio_passthrough_sysfs_path": str(sysfs),
         "vfio_passthrough_reboot": False,
@@ -87,6 +88,12 @@ def test_old_kernel_cmdline_skips_with_one_line(tmp_path):
     rc, out = run_verify(tmp_path, "host_no_iommu", GP100, cmdline="BOOT_IMAGE=/vmlinuz quiet")
     assert rc == 0, out
     assert "SKIPPED vfio_passthrough verify: the running kernel lacks intel_iommu=on iommu=pt" in out
+
+
+def test_preflight_stops_on_bad_ids(tmp_path):
+    rc, out = run_verify(tmp_path, "host_2gpu_vfio", GP100, tasks_from="preflight.yml", pci_ids=("10de-15fc", "10de:0fb1"))
+    assert rc != 0
+    assert "four hex digits" in out and "10de-15fc" in out
 
 
 @pytest.fixture(autouse=True)
