@@ -1,0 +1,47 @@
+# -*- coding: utf-8 -*-
+# Copyright: (c) 2026, cps.gpu_cluster contributors
+# GNU General Public License v3.0+ (see COPYING or https://www.gnu.org/licenses/gpl-3.0.txt)
+"""Filters for the k3s roles (config.yaml rendering, interfaces, checksums, versions)."""
+
+from __future__ import (absolute_import, division, print_function)
+__metaclass__ = type
+
+from ansible.errors import AnsibleFilterError
+
+from ansible_collections.cps.gpu_cluster.plugins.module_utils import k3s
+
+
+def _wrap(func):
+    def wrapped(*args, **kwargs):
+        try:
+            return func(*args, **kwargs)
+        except ValueError as exc:
+            raise AnsibleFilterError(str(exc)) from exc
+    wrapped.__name__ = func.__name__
+    wrapped.__doc__ = func.__doc__
+    return wrapped
+
+
+def _node_config(settings):
+    """Render config.yaml's dict from one dict of settings (keys as in k3s.node_config)."""
+    return k3s.node_config(**settings)
+
+
+class FilterModule(object):
+    """k3s_node_config, k3s_iface_for_ip, k3s_sha256_for, k3s_is_downgrade, k3s_version_from_output,
+    k3s_binary_name, k3s_release_arch, k3s_token_problem, k3s_duplicate_hostnames, k3s_taints."""
+
+    def filters(self):
+        return {
+            "k3s_node_config": _wrap(_node_config),
+            "k3s_iface_for_ip": _wrap(k3s.interface_for_ip),
+            "k3s_sha256_for": _wrap(k3s.sha256_for),
+            "k3s_is_downgrade": _wrap(k3s.is_downgrade),
+            "k3s_version_from_output": _wrap(k3s.version_from_output),
+            "k3s_binary_name": _wrap(k3s.binary_name),
+            "k3s_release_arch": _wrap(k3s.release_arch),
+            "k3s_token_problem": _wrap(k3s.token_problem),
+            "k3s_duplicate_hostnames": _wrap(k3s.duplicate_hostnames),
+            "k3s_taints": _wrap(k3s.taint_dicts),
+            "k3s_labels": _wrap(k3s.label_dict),
+        }

@@ -1,0 +1,181 @@
+# -*- coding: utf-8 -*-
+# Copyright: (c) 2026, cps.gpu_cluster contributors
+# GNU General Public License v3.0+ (see COPYING or https://www.gnu.org/licenses/gpl-3.0.txt)
+"""Pure helpers for the k3s roles: token, config.yaml, interfaces, checksums, versions."""
+
+from __future__ import (absolute_import, division, print_function)
+__metaclass__ = type
+
+import re
+import secrets
+
+# Characters that survive a systemd EnvironmentFile and the k3s short-token form:
+# no '%' (systemd specifier), no quotes, spaces, '#', '$', '\\' or ':' (the full
+# token form uses '::' as separator).
+TOKEN_SAFE = re.compile(r"^[A-Za-z0-9._-]{16,256}$")
+TOKEN_BYTES = 32
+
+_VERSION = re.compile(r"^v?(\d+)\.(\d+)\.(\d+)(?:-rc(\d+))?\+k3s(\d+)$")
+
+
+def generate_token(nbytes=TOKEN_BYTES):
+    """Return a new cryptographically random short token (hex, 2*nbytes characters)."""
+    if nbytes < 16:
+        raise ValueError("a k3s token needs at least 16 random bytes, got %d" % nbytes)
+    return secrets.token_hex(nbytes)
+
+
+def token_problem(token):
+    """Return why a token is unsafe for a systemd env file, or '' when it is fine."""
+    if not isinstance(token, str) or not token:
+        return "the k3s token is empty"
+    if "%" in token:
+        return "the k3s token contains '%', which systemd reads as a specifier in env files"
+    if not TOKEN_SAFE.match(token):
+        return ("the k3s token must be 16-256 characters of A-Z a-z 0-9 . _ - "
+                "(the short-token form, safe in systemd env files)")
+    return ""
+
+
+def parse_version(version):
+    """Split 'v1.33.5+k3s1' into a comparable tuple; ValueError when it is not a k3s version."""
+    match = _VERSION.match(str(version).strip())
+    if not match:
+        raise ValueError("%r is not a k3s release version like v1.33.5+k3s1" % (version,))
+    major, minor, patch, rc, k3s = match.groups()
+    # a release candidate sorts before the release it precedes
+    return (int(major), int(minor), int(patch), int(rc) if rc else 10 ** 6, int(k3s))
+
+
+def is_downgrade(current, wanted):
+    """True when going from `current` to `wanted` would be a downgrade."""
+    return parse_version(wanted) < parse_version(current)
+
+
+def version_from_output(text):
+    """Read the version out of `k3s --version` output ('' when absent)."""
+    match = re.search(r"k3s version (v\S+)", text or "")
+    return match.group(1) if match else ""
+
+
+def sha256_for(sums_text, filename):
+    """Return the sha256 that a sha256sum file lists for `filename` (ValueError when absent)."""
+    for line in (sums_text or "").splitlines():
+        parts = line.split()
+        if len(parts) == 2 and parts[1].lstrip("*").split("/")[-1] == filename:
+            digest = parts[0].lower()
+            if re.match(r"^[0-9a-f]{64}$", digest):
+                return digest
+    raise ValueError("no sha256 for %r in the checksum file" % filename)
+
+
+def binary_name(arch):
+    """Release asset name of the k3s binary for a Debian/uname architecture."""
+    arch = {"x86_64": "amd64", "aarch64": "arm64"}.get(arch, arch)
+    if arch == "amd64":
+        return "k3s"
+    if arch == "arm64":
+        return "k3s-arm64"
+    raise ValueError("k3s is built for amd64 and arm64, not %r" % arch)
+
+
+def release_arch(arch):
+    """amd64/arm64 for a uname/Debian architecture."""
+    name = binary_name(arch)
+    return "amd64" if name == "k3s" else "arm64"
+
+
+def interface_for_ip(facts, address):
+    """Name of the interface that holds IPv4 `address` in Ansible facts ('' when none)."""
+    for iface in facts.get("interfaces", []) or []:
+        data = facts.get(iface.replace("-", "_")) or facts.get(iface) or {}
+        ipv4 = data.get("ipv4")
+        candidates = ipv4 if isinstance(ipv4, list) else [ipv4] if ipv4 else []
+        candidates += data.get("ipv4_secondaries", []) or []
+        for entry in candidates:
+            if isinstance(entry, dict) and entry.get("address") == address:
+                return data.get("device", iface)
+    return ""
+
+
+def duplicate_hostnames(hostnames):
+    """Return {hostname: [inventory names]} for hostnames used by more than one node."""
+    seen = {}
+    for inventory_name, hostname in hostnames.items():
+        if not hostname:
+            continue  # no facts for this host in this run
+        seen.setdefault(str(hostname).lower(), []).append(inventory_name)
+    return dict((name, sorted(hosts)) for name, hosts in seen.items() if len(hosts) > 1)
+
+
+def node_config(role, node_ip, flannel_iface, server_url="", cluster_init=False,
+                tls_san=None, cluster_cidr="", service_cidr="", labels=None, taints=None,
+                snapshot_cron="0 */6 * * *", snapshot_retention=20, extra=None):
+    """Build the dict written to /etc/rancher/k3s/config.yaml for one node.
+
+    role is 'server' or 'agent'. The first server gets cluster-init and no
+    server URL; every other node gets the URL of an existing server. The token
+    never goes here (it lives in the 0600 env file).
+    """
+    if role not in ("server", "agent"):
+        raise ValueError("role must be 'server' or 'agent', got %r" % (role,))
+    if cluster_init and role != "server":
+        raise ValueError("only a server can start the cluster (cluster-init)")
+    if cluster_init and server_url:
+        raise ValueError("the first server (cluster-init) must not join another server")
+    if not cluster_init and not server_url:
+        raise ValueError("a joining %s needs the server URL" % role)
+    config = {}
+    if cluster_init:
+        config["cluster-init"] = True
+    else:
+        config["server"] = server_url
+    config["node-ip"] = node_ip
+    if flannel_iface:
+        config["flannel-iface"] = flannel_iface
+    if role == "server":
+        config["tls-san"] = sorted(set(tls_san or []))
+        config["cluster-cidr"] = cluster_cidr
+        config["service-cidr"] = service_cidr
+        config["secrets-encryption"] = True
+        config["write-kubeconfig-mode"] = "0600"
+        config["etcd-snapshot-schedule-cron"] = snapshot_cron
+        config["etcd-snapshot-retention"] = int(snapshot_retention)
+    labels = labels or {}
+    if isinstance(labels, dict):
+        label_list = ["%s=%s" % (key, labels[key]) for key in sorted(labels)]
+    else:
+        label_list = list(labels)
+    if label_list:
+        config["node-label"] = label_list
+    if taints:
+        config["node-taint"] = list(taints)
+    for key, value in (extra or {}).items():
+        config[key] = value
+    return config
+
+
+def label_dict(labels):
+    """['a=b', ...] or {'a': 'b'} to a dict."""
+    if isinstance(labels, dict):
+        return dict((str(k), str(v)) for k, v in labels.items())
+    result = {}
+    for item in labels or []:
+        key, _, value = str(item).partition("=")
+        result[key] = value
+    return result
+
+
+def taint_dicts(taints):
+    """['key=value:Effect', ...] to the list of dicts kubernetes.core.k8s_taint takes."""
+    result = []
+    for item in taints or []:
+        spec, _, effect = str(item).rpartition(":")
+        if not spec or effect not in ("NoSchedule", "PreferNoSchedule", "NoExecute"):
+            raise ValueError("taint %r is not key[=value]:NoSchedule|PreferNoSchedule|NoExecute" % item)
+        key, sep, value = spec.partition("=")
+        taint = {"key": key, "effect": effect}
+        if sep:
+            taint["value"] = value
+        result.append(taint)
+    return result

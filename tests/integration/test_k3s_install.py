@@ -1,0 +1,153 @@
+"""k3s_install for real (ansible-playbook on localhost): the binary is downloaded from a local
+HTTP server that serves a stand-in release with its own sha256 file, verified, installed
+idempotently; a wrong checksum fails clearly and installs nothing; the air-gap directory is
+verified and copied (binary + images tarball). A real k3s release tier runs only when
+K3S_AIRGAP_DIR points at real artifacts (binary, sha256sum-amd64.txt, images tarball)."""
+
+from __future__ import annotations
+
+import functools
+import hashlib
+import http.server
+import json
+import os
+import shutil
+import subprocess
+import sys
+import threading
+from pathlib import Path
+
+import pytest
+
+REPO = Path(__file__).resolve().parents[2]
+ANSIBLE_PLAYBOOK = shutil.which("ansible-playbook") or str(REPO / ".venv" / "bin" / "ansible-playbook")
+VERSION = "v1.33.5+k3s1"
+
+PLAYBOOK = """
+- hosts: localhost
+  gather_facts: true
+  gather_subset: [min]
+  roles:
+    - role: cps.gpu_cluster.k3s_install
+  tasks:
+    - name: Show what changed
+      ansible.builtin.debug:
+        msg: "k3s_install_changed={{ k3s_install_changed }}"
+"""
+
+
+@pytest.fixture()
+def release(tmp_path):
+    """A stand-in release directory served on 127.0.0.1 (random port)."""
+    root = tmp_path / "release"
+    (root / VERSION).mkdir(parents=True)
+    binary = root / VERSION / "k3s"
+    binary.write_text("#!/bin/sh\necho 'k3s version %s (stand-in)'\n" % VERSION)
+    digest = hashlib.sha256(binary.read_bytes()).hexdigest()
+    (root / VERSION / "sha256sum-amd64.txt").write_text(
+        "%s  k3s\n%s  k3s-airgap-images-amd64.tar.zst\n" % (digest, "0" * 64))
+    handler = functools.partial(QuietHandler, directory=str(root))
+    server = http.server.ThreadingHTTPServer(("127.0.0.1", 0), handler)
+    thread = threading.Thread(target=server.serve_forever, daemon=True)
+    thread.start()
+    yield {"root": root, "url": "http://127.0.0.1:%d" % server.server_address[1], "digest": digest}
+    server.shutdown()
+
+
+class QuietHandler(http.server.SimpleHTTPRequestHandler):
+    def log_message(self, *args):  # keep pytest output clean
+        pass
+
+
+def run(tmp_path, **extra):
+    (tmp_path / "play.yml").write_text(PLAYBOOK)
+    extra.setdefault("ansible_python_interpreter", sys.executable)
+    extra.setdefault("k3s_install_version", VERSION)
+    extra.setdefault("k3s_install_bin_dir", str(tmp_path / "bin"))
+    extra.setdefault("k3s_install_images_dir", str(tmp_path / "images"))
+    (tmp_path / "bin").mkdir(exist_ok=True)
+    env = dict(os.environ, ANSIBLE_CONFIG=str(REPO / "ansible.cfg"), ANSIBLE_INJECT_FACT_VARS="false",
+               ANSIBLE_NOCOLOR="1", ANSIBLE_LOCALHOST_WARNING="false", ANSIBLE_BECOME="false")
+    proc = subprocess.run(
+        [ANSIBLE_PLAYBOOK, "-i", "localhost,", "-c", "local", str(tmp_path / "play.yml"), "-e", json.dumps(extra)],
+        cwd=REPO, env=env, capture_output=True, text=True, timeout=120, check=False,
+    )
+    return proc.returncode, proc.stdout + proc.stderr
+
+
+def needs_amd64():
+    if os.uname().machine not in ("x86_64", "amd64"):
+        pytest.skip("SKIPPED k3s_install test: the stand-in release is amd64 and this machine is %s"
+                    % os.uname().machine)
+
+
+def test_download_is_verified_and_idempotent(tmp_path, release):
+    needs_amd64()
+    rc, out = run(tmp_path, k3s_install_release_url=release["url"])
+    assert rc == 0, out
+    installed = tmp_path / "bin" / "k3s"
+    assert hashlib.sha256(installed.read_bytes()).hexdigest() == release["digest"]
+    assert oct(installed.stat().st_mode & 0o777) == "0o755"
+    assert "k3s_install_changed=True" in out
+    rc, out = run(tmp_path, k3s_install_release_url=release["url"])
+    assert rc == 0, out
+    assert "changed=0" in out, out
+    assert "k3s_install_changed=False" in out
+
+
+def test_wrong_checksum_fails_clearly(tmp_path, release):
+    needs_amd64()
+    sums = release["root"] / VERSION / "sha256sum-amd64.txt"
+    sums.write_text("%s  k3s\n" % ("f" * 64))
+    rc, out = run(tmp_path, k3s_install_release_url=release["url"])
+    assert rc != 0
+    assert "Could not install a verified k3s %s" % VERSION in out
+    assert "sha256sum-amd64.txt" in out
+    assert "did not match" in out or "checksum" in out.lower()
+    assert not (tmp_path / "bin" / "k3s").exists()
+
+
+def test_unreachable_release_fails_clearly(tmp_path):
+    needs_amd64()
+    rc, out = run(tmp_path, k3s_install_release_url="http://127.0.0.1:9")
+    assert rc != 0
+    assert "Could not install a verified k3s" in out
+
+
+def test_airgap_dir_is_verified_and_copied(tmp_path, release):
+    needs_amd64()
+    airgap = tmp_path / "airgap"
+    shutil.copytree(release["root"] / VERSION, airgap)
+    (airgap / "k3s-airgap-images-amd64.tar.zst").write_bytes(b"images")
+    rc, out = run(tmp_path, k3s_airgap_dir=str(airgap))
+    assert rc == 0, out
+    assert (tmp_path / "images" / "k3s-airgap-images-amd64.tar.zst").read_bytes() == b"images"
+    assert hashlib.sha256((tmp_path / "bin" / "k3s").read_bytes()).hexdigest() == release["digest"]
+    rc, out = run(tmp_path, k3s_airgap_dir=str(airgap))
+    assert rc == 0 and "changed=0" in out, out
+
+
+def test_airgap_binary_with_wrong_checksum_is_refused(tmp_path, release):
+    needs_amd64()
+    airgap = tmp_path / "airgap"
+    shutil.copytree(release["root"] / VERSION, airgap)
+    (airgap / "k3s").write_text("#!/bin/sh\necho tampered\n")
+    rc, out = run(tmp_path, k3s_airgap_dir=str(airgap))
+    assert rc != 0
+    assert "does not match its sha256" in out
+    assert not (tmp_path / "bin" / "k3s").exists()
+
+
+def test_real_release_from_airgap_dir(tmp_path):
+    """Real artifacts: K3S_AIRGAP_DIR with the release's k3s, sha256sum-amd64.txt (and images)."""
+    airgap = os.environ.get("K3S_AIRGAP_DIR", "")
+    if not airgap or not (Path(airgap) / "k3s").exists():
+        pytest.skip("SKIPPED k3s real release: set K3S_AIRGAP_DIR to a directory with the real "
+                    "k3s binary and sha256sum-amd64.txt (no downloads from GitHub here)")
+    needs_amd64()
+    version = os.environ.get("K3S_VERSION", VERSION)
+    rc, out = run(tmp_path, k3s_airgap_dir=airgap, k3s_install_version=version)
+    assert rc == 0, out
+    proc = subprocess.run([str(tmp_path / "bin" / "k3s"), "--version"], capture_output=True, text=True,
+                          check=False)
+    assert version in proc.stdout

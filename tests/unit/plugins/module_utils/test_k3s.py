@@ -1,0 +1,180 @@
+"""k3s module_utils: token, config.yaml dict, interfaces, checksums, versions, labels/taints."""
+
+from __future__ import annotations
+
+import pytest
+from ansible_collections.cps.gpu_cluster.plugins.module_utils import k3s
+
+
+def test_generated_tokens_are_random_and_safe():
+    tokens = {k3s.generate_token() for _ in range(200)}
+    assert len(tokens) == 200
+    for token in tokens:
+        assert len(token) == 64
+        assert "%" not in token
+        assert k3s.token_problem(token) == ""
+
+
+def test_generate_token_refuses_short_entropy():
+    with pytest.raises(ValueError):
+        k3s.generate_token(8)
+
+
+@pytest.mark.parametrize("token, fragment", [
+    ("", "empty"),
+    ("abcdefgh%abcdefghij", "'%'"),
+    ("abc def ghijklmnopq", "A-Z a-z 0-9"),
+    ("K10abc::server:abcdefgh", "A-Z a-z 0-9"),
+    ('abcdefghijklmnop"q', "A-Z a-z 0-9"),
+    ("short", "16-256"),
+    (None, "empty"),
+])
+def test_unsafe_tokens_are_named(token, fragment):
+    assert fragment in k3s.token_problem(token)
+
+
+BASE = dict(node_ip="10.0.0.11", flannel_iface="ens18", tls_san=["10.0.0.100", "cp1", "10.0.0.11", "cp1"],
+            cluster_cidr="10.42.0.0/16", service_cidr="10.43.0.0/16")
+
+
+def test_first_server_config():
+    config = k3s.node_config("server", cluster_init=True, **BASE)
+    assert config["cluster-init"] is True
+    assert "server" not in config
+    assert config["tls-san"] == ["10.0.0.100", "10.0.0.11", "cp1"]
+    assert config["secrets-encryption"] is True
+    assert config["write-kubeconfig-mode"] == "0600"
+    assert config["etcd-snapshot-schedule-cron"] == "0 */6 * * *"
+    assert config["etcd-snapshot-retention"] == 20
+    assert config["node-ip"] == "10.0.0.11"
+    assert config["flannel-iface"] == "ens18"
+    assert config["cluster-cidr"] == "10.42.0.0/16"
+    assert config["service-cidr"] == "10.43.0.0/16"
+    assert "node-label" not in config and "node-taint" not in config
+    assert "token" not in config
+
+
+def test_joining_server_config():
+    config = k3s.node_config("server", server_url="https://10.0.0.100:6443", **BASE)
+    assert config["server"] == "https://10.0.0.100:6443"
+    assert "cluster-init" not in config
+
+
+def test_gpu_agent_config():
+    config = k3s.node_config("agent", node_ip="10.0.0.21", flannel_iface="ens18",
+                             server_url="https://10.0.0.100:6443", labels=["gpu=true"],
+                             taints=["nvidia.com/gpu=true:NoSchedule"])
+    assert config == {
+        "server": "https://10.0.0.100:6443",
+        "node-ip": "10.0.0.21",
+        "flannel-iface": "ens18",
+        "node-label": ["gpu=true"],
+        "node-taint": ["nvidia.com/gpu=true:NoSchedule"],
+    }
+
+
+def test_app_agent_has_no_labels_or_taints():
+    config = k3s.node_config("agent", node_ip="10.0.0.31", flannel_iface="ens18",
+                             server_url="https://10.0.0.100:6443", labels=[], taints=[])
+    assert "node-label" not in config and "node-taint" not in config
+    assert "secrets-encryption" not in config and "cluster-init" not in config
+
+
+def test_labels_as_dict_are_sorted_and_extra_wins():
+    config = k3s.node_config("agent", node_ip="1.2.3.4", flannel_iface="e", server_url="https://x:6443",
+                             labels={"b": "2", "a": "1"}, extra={"kubelet-arg": ["max-pods=200"]})
+    assert config["node-label"] == ["a=1", "b=2"]
+    assert config["kubelet-arg"] == ["max-pods=200"]
+
+
+@pytest.mark.parametrize("kwargs", [
+    dict(role="agent", cluster_init=True),
+    dict(role="server", cluster_init=True, server_url="https://x:6443"),
+    dict(role="server"),
+    dict(role="master", cluster_init=True),
+])
+def test_contradictory_configs_are_refused(kwargs):
+    with pytest.raises(ValueError):
+        k3s.node_config(node_ip="1.2.3.4", flannel_iface="e", **kwargs)
+
+
+FACTS = {
+    "interfaces": ["lo", "ens18", "vmbr-0"],
+    "lo": {"device": "lo", "ipv4": {"address": "127.0.0.1"}},
+    "ens18": {"device": "ens18", "ipv4": {"address": "10.0.0.21"}},
+    "vmbr_0": {"device": "vmbr-0", "ipv4": {"address": "192.168.1.5"},
+               "ipv4_secondaries": [{"address": "10.0.0.100"}]},
+}
+
+
+@pytest.mark.parametrize("address, iface", [
+    ("10.0.0.21", "ens18"), ("10.0.0.100", "vmbr-0"), ("10.9.9.9", ""), ("127.0.0.1", "lo"),
+])
+def test_interface_for_ip(address, iface):
+    assert k3s.interface_for_ip(FACTS, address) == iface
+
+
+def test_duplicate_hostnames():
+    assert k3s.duplicate_hostnames({"cp1": "debian", "cp2": "cp2", "wk1": "Debian", "x": ""}) == {
+        "debian": ["cp1", "wk1"]}
+    assert k3s.duplicate_hostnames({"cp1": "cp1", "cp2": "cp2"}) == {}
+
+
+SUMS = ("a" * 64 + "  k3s\n" + "b" * 64 + "  k3s-airgap-images-amd64.tar.zst\n"
+        + "c" * 64 + " *k3s-arm64\n")
+
+
+def test_sha256_for():
+    assert k3s.sha256_for(SUMS, "k3s") == "a" * 64
+    assert k3s.sha256_for(SUMS, "k3s-arm64") == "c" * 64
+    with pytest.raises(ValueError):
+        k3s.sha256_for(SUMS, "k3s-armhf")
+
+
+@pytest.mark.parametrize("arch, name, rel", [
+    ("x86_64", "k3s", "amd64"), ("amd64", "k3s", "amd64"), ("aarch64", "k3s-arm64", "arm64"),
+])
+def test_binary_names(arch, name, rel):
+    assert k3s.binary_name(arch) == name
+    assert k3s.release_arch(arch) == rel
+
+
+def test_unknown_arch():
+    with pytest.raises(ValueError):
+        k3s.binary_name("s390x")
+
+
+@pytest.mark.parametrize("current, wanted, down", [
+    ("v1.33.5+k3s1", "v1.33.4+k3s1", True),
+    ("v1.33.5+k3s1", "v1.33.5+k3s1", False),
+    ("v1.33.5+k3s1", "v1.33.5+k3s2", False),
+    ("v1.33.5+k3s2", "v1.33.5+k3s1", True),
+    ("v1.31.6+k3s1", "v1.33.5+k3s1", False),
+    ("v1.34.0-rc1+k3s1", "v1.34.0+k3s1", False),
+    ("v1.34.0+k3s1", "v1.34.0-rc1+k3s1", True),
+    ("v1.9.0+k3s1", "v1.10.0+k3s1", False),
+])
+def test_is_downgrade(current, wanted, down):
+    assert k3s.is_downgrade(current, wanted) is down
+
+
+def test_bad_version():
+    with pytest.raises(ValueError):
+        k3s.parse_version("latest")
+
+
+def test_version_from_output():
+    out = "k3s version v1.33.5+k3s1 (6cb0ee2e)\ngo version go1.24.6\n"
+    assert k3s.version_from_output(out) == "v1.33.5+k3s1"
+    assert k3s.version_from_output("") == ""
+
+
+def test_labels_and_taints():
+    assert k3s.label_dict(["gpu=true", "node-role.kubernetes.io/infra=true"]) == {
+        "gpu": "true", "node-role.kubernetes.io/infra": "true"}
+    assert k3s.taint_dicts(["nvidia.com/gpu=true:NoSchedule", "dedicated:NoExecute"]) == [
+        {"key": "nvidia.com/gpu", "value": "true", "effect": "NoSchedule"},
+        {"key": "dedicated", "effect": "NoExecute"},
+    ]
+    with pytest.raises(ValueError):
+        k3s.taint_dicts(["gpu=true:Never"])

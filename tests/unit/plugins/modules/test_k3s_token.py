@@ -1,0 +1,85 @@
+"""k3s_token: generated once, kept, given, refused; mode 0600; never returned."""
+
+from __future__ import annotations
+
+import json
+import os
+import stat
+
+import pytest
+from ansible.module_utils import basic
+from ansible.module_utils.common.text.converters import to_bytes
+from ansible_collections.cps.gpu_cluster.plugins.modules import k3s_token
+
+
+class ExitJson(Exception):
+    pass
+
+
+class FailJson(Exception):
+    pass
+
+
+def run(monkeypatch, **args):
+    check = args.pop("check", False)
+    if check:
+        args["_ansible_check_mode"] = True
+    monkeypatch.setattr(basic, "_ANSIBLE_ARGS", to_bytes(json.dumps({"ANSIBLE_MODULE_ARGS": args})))
+    monkeypatch.setattr(basic, "_ANSIBLE_PROFILE", "legacy", raising=False)
+
+    def exit_json(self, **kwargs):
+        raise ExitJson(kwargs)
+
+    def fail_json(self, **kwargs):
+        raise FailJson(kwargs)
+
+    monkeypatch.setattr(basic.AnsibleModule, "exit_json", exit_json)
+    monkeypatch.setattr(basic.AnsibleModule, "fail_json", fail_json)
+    with pytest.raises((ExitJson, FailJson)) as info:
+        k3s_token.main()
+    return info.type is ExitJson, info.value.args[0]
+
+
+def test_generates_once_and_keeps(monkeypatch, tmp_path):
+    path = tmp_path / "k3s" / "cluster-token"
+    ok, result = run(monkeypatch, path=str(path))
+    assert ok and result["changed"] and result["generated"]
+    token = path.read_text().strip()
+    assert len(token) == 64 and "%" not in token
+    assert stat.S_IMODE(os.stat(path).st_mode) == 0o600
+    assert token not in json.dumps(result)
+    ok, result = run(monkeypatch, path=str(path))
+    assert ok and not result["changed"] and not result["generated"]
+    assert path.read_text().strip() == token
+
+
+def test_check_mode_writes_nothing(monkeypatch, tmp_path):
+    path = tmp_path / "cluster-token"
+    ok, result = run(monkeypatch, path=str(path), check=True)
+    assert ok and result["changed"]
+    assert not path.exists()
+
+
+def test_given_token_replaces_and_mode_is_fixed(monkeypatch, tmp_path):
+    path = tmp_path / "cluster-token"
+    path.write_text("old-token-0123456789\n")
+    os.chmod(path, 0o644)
+    ok, result = run(monkeypatch, path=str(path), token="given-token-0123456789")
+    assert ok and result["changed"] and not result["generated"]
+    assert path.read_text().strip() == "given-token-0123456789"
+    assert stat.S_IMODE(os.stat(path).st_mode) == 0o600
+    ok, result = run(monkeypatch, path=str(path), token="given-token-0123456789")
+    assert ok and not result["changed"]
+
+
+def test_unsafe_token_is_refused(monkeypatch, tmp_path):
+    ok, result = run(monkeypatch, path=str(tmp_path / "t"), token="with%percent0123456789")
+    assert not ok and "%" in result["msg"] and "k3s_token" in result["msg"]
+    assert "with%percent" not in result["msg"]
+
+
+def test_initialised_cluster_without_token_file_is_not_regenerated(monkeypatch, tmp_path):
+    path = tmp_path / "cluster-token"
+    ok, result = run(monkeypatch, path=str(path), initialised=True)
+    assert not ok and "already initialised" in result["msg"]
+    assert not path.exists()
