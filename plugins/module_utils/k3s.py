@@ -108,7 +108,7 @@ def duplicate_hostnames(hostnames):
     return dict((name, sorted(hosts)) for name, hosts in seen.items() if len(hosts) > 1)
 
 
-def node_config(role, node_ip, flannel_iface, server_url="", cluster_init=False,
+def node_config(role, node_ip, flannel_iface, *, server_url="", cluster_init=False,
                 tls_san=None, cluster_cidr="", service_cidr="", labels=None, taints=None,
                 snapshot_cron="0 */6 * * *", snapshot_retention=20, extra=None):
     """Build the dict written to /etc/rancher/k3s/config.yaml for one node.

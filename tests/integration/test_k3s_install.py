@@ -42,15 +42,15 @@ def release(tmp_path):
     root = tmp_path / "release"
     (root / VERSION).mkdir(parents=True)
     binary = root / VERSION / "k3s"
-    binary.write_text("#!/bin/sh\necho 'k3s version %s (stand-in)'\n" % VERSION)
+    binary.write_text(f"#!/bin/sh\necho 'k3s version {VERSION} (stand-in)'\n")
     digest = hashlib.sha256(binary.read_bytes()).hexdigest()
     (root / VERSION / "sha256sum-amd64.txt").write_text(
-        "%s  k3s\n%s  k3s-airgap-images-amd64.tar.zst\n" % (digest, "0" * 64))
+        "{}  k3s\n{}  k3s-airgap-images-amd64.tar.zst\n".format(digest, "0" * 64))
     handler = functools.partial(QuietHandler, directory=str(root))
     server = http.server.ThreadingHTTPServer(("127.0.0.1", 0), handler)
     thread = threading.Thread(target=server.serve_forever, daemon=True)
     thread.start()
-    yield {"root": root, "url": "http://127.0.0.1:%d" % server.server_address[1], "digest": digest}
+    yield {"root": root, "url": f"http://127.0.0.1:{server.server_address[1]}", "digest": digest}
     server.shutdown()
 
 
@@ -77,8 +77,7 @@ def run(tmp_path, **extra):
 
 def needs_amd64():
     if os.uname().machine not in ("x86_64", "amd64"):
-        pytest.skip("SKIPPED k3s_install test: the stand-in release is amd64 and this machine is %s"
-                    % os.uname().machine)
+        pytest.skip(f"SKIPPED k3s_install test: the stand-in release is amd64 and this machine is {os.uname().machine}")
 
 
 def test_download_is_verified_and_idempotent(tmp_path, release):
@@ -101,7 +100,7 @@ def test_wrong_checksum_fails_clearly(tmp_path, release):
     sums.write_text("%s  k3s\n" % ("f" * 64))
     rc, out = run(tmp_path, k3s_install_release_url=release["url"])
     assert rc != 0
-    assert "Could not install a verified k3s %s" % VERSION in out
+    assert f"Could not install a verified k3s {VERSION}" in out
     assert "sha256sum-amd64.txt" in out
     assert "did not match" in out or "checksum" in out.lower()
     assert not (tmp_path / "bin" / "k3s").exists()
