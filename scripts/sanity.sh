@@ -26,9 +26,10 @@ done
 cd "$dest"
 # ansible-test lists files through git when the copy is a repository.
 git init -q && git add -A && git -c user.email=ci@localhost -c user.name=ci commit -qm sanity
-# Test plumbing, Terraform and the lab are not collection content.
+# Test plumbing, Terraform, the lab and upstream chart copies (data) are not
+# collection content.
 excludes=()
-for d in .ci/ lab/ scripts/ terraform/ tests/container/; do
+for d in .ci/ lab/ scripts/ terraform/ tests/container/ tests/fixtures/charts/; do
   [ -d "$d" ] && excludes+=(--exclude "$d")
 done
 ansible-test sanity --venv --python "$python_version" --color no "${excludes[@]}" ${SANITY_ARGS:-}

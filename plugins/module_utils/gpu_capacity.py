@@ -176,20 +176,15 @@ def evaluate(nodes, resources=None, expected=None, require_ready=True):
     for node_name in sorted(per_node):
         wants = per_node[node_name] or {}
         summary = by_name.get(node_name)
+        offer = ", ".join(_plural(_expected_count(c, node_name, r), r) for r, c in sorted(wants.items()))
         if summary is None:
-            shortfalls.append("node %s is expected to offer %s but is not in the cluster"
-                              % (node_name, ", ".join(_plural(_expected_count(c, node_name, r), r)
-                                                     for r, c in sorted(wants.items()))))
+            shortfalls.append("node %s is expected to offer %s but is not in the cluster" % (node_name, offer))
             continue
         if require_ready and not summary["ready"]:
-            shortfalls.append("node %s is NotReady; it is expected to offer %s"
-                              % (node_name, ", ".join(_plural(_expected_count(c, node_name, r), r)
-                                                     for r, c in sorted(wants.items()))))
+            shortfalls.append("node %s is NotReady; it is expected to offer %s" % (node_name, offer))
             continue
         if require_ready and not summary["schedulable"]:
-            shortfalls.append("node %s is cordoned (unschedulable); it is expected to offer %s"
-                              % (node_name, ", ".join(_plural(_expected_count(c, node_name, r), r)
-                                                     for r, c in sorted(wants.items()))))
+            shortfalls.append("node %s is cordoned (unschedulable); it is expected to offer %s" % (node_name, offer))
             continue
         for resource, count in sorted(wants.items()):
             want = _expected_count(count, node_name, resource)
