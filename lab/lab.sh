@@ -114,6 +114,20 @@ scratch_down() {
     true' || true
 }
 
+# The lab machine is offline: the k3s phase installs a stand-in "release" from
+# an air-gap directory on the control node (a script that prints the pinned
+# version, with its sha256 file) and writes config and units without starting
+# k3s (k3s_node_start: false).
+k3s_standin() {
+  local dir="$state/k3s-airgap" version
+  version=$(yaml_value gpu_cluster_k3s_version)
+  mkdir -p "$dir"
+  printf '#!/bin/sh\n# lab stand-in for k3s %s: the lab cannot download the release\necho "k3s version %s (lab stand-in)"\n' \
+    "$version" "$version" >"$dir/k3s"
+  chmod 0755 "$dir/k3s"
+  (cd "$dir" && sha256sum k3s >sha256sum-amd64.txt)
+}
+
 write_inventory() {
   local name group octet
   rm -rf "$inventory"
@@ -176,7 +190,17 @@ gpu_cluster_verify_report_dir: $state/reports
 # A lab: containers, no GPUs, no Proxmox API, no reboots, no k3s download.
 # Phases that need those say "SKIPPED <phase>: <reason>" (docs/lab.md).
 gpu_cluster_lab: true
+
+# k3s phase: a stand-in binary from an air-gap directory (lab.sh writes it), never
+# started: the prerequisites, binary, config and units are real; the start, the
+# waits, the API reconciliation and the kubeconfig fetch say SKIPPED.
+k3s_airgap_dir: $state/k3s-airgap
+k3s_node_start: false
+# Containers share the host's clock and need no extra packages.
+k3s_prereq_packages: [ca-certificates, curl]
+k3s_prereq_time_sync: false
 EOF
+  k3s_standin
 
   cat >"$inventory/group_vars/proxmox_hosts.yml" <<'EOF'
 ---
