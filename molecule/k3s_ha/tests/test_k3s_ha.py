@@ -7,7 +7,6 @@ from pathlib import Path
 import pytest
 import yaml
 
-
 SERVERS = ["k3s_ha-cp1", "k3s_ha-cp2", "k3s_ha-cp3"]
 VIP = "10.88.0.250"
 
