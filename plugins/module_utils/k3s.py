@@ -161,7 +161,7 @@ def label_dict(labels):
         return dict((str(k), str(v)) for k, v in labels.items())
     result = {}
     for item in labels or []:
-        key, _, value = str(item).partition("=")
+        key, _sep, value = str(item).partition("=")
         result[key] = value
     return result
 
@@ -170,7 +170,7 @@ def taint_dicts(taints):
     """['key=value:Effect', ...] to the list of dicts kubernetes.core.k8s_taint takes."""
     result = []
     for item in taints or []:
-        spec, _, effect = str(item).rpartition(":")
+        spec, _sep, effect = str(item).rpartition(":")
         if not spec or effect not in ("NoSchedule", "PreferNoSchedule", "NoExecute"):
             raise ValueError("taint %r is not key[=value]:NoSchedule|PreferNoSchedule|NoExecute" % item)
         key, sep, value = spec.partition("=")

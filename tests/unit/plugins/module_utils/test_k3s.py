@@ -7,7 +7,7 @@ from ansible_collections.cps.gpu_cluster.plugins.module_utils import k3s
 
 
 def test_generated_tokens_are_random_and_safe():
-    tokens = {k3s.generate_token() for _ in range(200)}
+    tokens = {k3s.generate_token() for _index in range(200)}
     assert len(tokens) == 200
     for token in tokens:
         assert len(token) == 64
