@@ -15,12 +15,16 @@ export ANSIBLE_FORCE_COLOR ?= 0
 COLLECTION_LINK := collections/ansible_collections/cps/gpu_cluster
 TIERS := $(CURDIR)/scripts/tier.sh
 
-.PHONY: help deps venv collection image test lint ruff yamllint ansible-lint sanity unit integration render molecule lab lab-destroy clean
+.PHONY: help host-deps deps venv collection image test test-fresh lint ruff yamllint ansible-lint sanity unit integration render molecule lab lab-destroy clean
 
 help: ## list the targets
 	@grep -E '^[a-z-]+:.*## ' $(MAKEFILE_LIST) | awk -F':.*## ' '{printf "  make %-14s %s\n", $$1, $$2}'
 
+host-deps: ## install the Debian packages the tests and the lab need (podman, debootstrap...)
+	bash scripts/install-host-deps.sh
+
 $(BIN)/.installed: requirements.txt requirements-dev.txt
+	bash scripts/install-host-deps.sh
 	$(PYTHON) -m venv $(VENV)
 	$(BIN)/pip install -q --upgrade pip
 	$(BIN)/pip install -q -r requirements-dev.txt
@@ -36,7 +40,7 @@ collection: $(COLLECTION_LINK) ## make cps.gpu_cluster resolvable from this chec
 
 deps: venv collection ## everything the playbooks need on the control node
 
-image: ## build (or reuse) the systemd Debian bookworm test image
+image: host-deps ## build (or reuse) the systemd Debian bookworm test image
 	bash scripts/build-test-image.sh
 
 test: deps ## every tier, with a summary; fails if any tier fails
@@ -50,6 +54,9 @@ test: deps ## every tier, with a summary; fails if any tier fails
 	-@$(TIERS) render $(MAKE) --no-print-directory render
 	-@$(TIERS) molecule $(MAKE) --no-print-directory molecule
 	@$(TIERS) --summary
+
+test-fresh: ## the whole suite as on a new machine: no cached image, venv or ~/.cache
+	bash scripts/test-fresh.sh
 
 lint: ruff yamllint ansible-lint ## ruff, yamllint and ansible-lint (production profile)
 

@@ -1,0 +1,34 @@
+#!/usr/bin/env bash
+# Install the Debian packages `make test` and `make lab` need on the machine
+# that runs them (podman and what rootful podman uses, debootstrap for the
+# test image, and venv support for the control-node virtualenv). Called by
+# `make image` (so by `make test` and `make lab`) and by .ci/run; does
+# nothing when everything is there. Needs root or sudo on a Debian-family host.
+set -euo pipefail
+
+need=()
+for pkg in podman runc debootstrap uidmap slirp4netns fuse-overlayfs make git; do
+  dpkg-query -W -f='${Status}' "$pkg" 2>/dev/null | grep -q "ok installed" || need+=("$pkg")
+done
+# Debian's python3 needs python3-venv for `python3 -m venv` (pyenv and
+# other self-built Pythons carry ensurepip already).
+if ! "${PYTHON:-python3}" -c 'import ensurepip' >/dev/null 2>&1; then
+  need+=(python3-venv)
+fi
+[ ${#need[@]} -gt 0 ] || exit 0
+
+if ! command -v apt-get >/dev/null 2>&1; then
+  echo "install-host-deps: missing ${need[*]} and no apt-get here: install them with your package manager" >&2
+  exit 1
+fi
+sudo_cmd=()
+if [ "$(id -u)" -ne 0 ]; then
+  command -v sudo >/dev/null 2>&1 || {
+    echo "install-host-deps: missing ${need[*]}; run as root or install sudo" >&2
+    exit 1
+  }
+  sudo_cmd=(sudo)
+fi
+echo "install-host-deps: installing ${need[*]}"
+"${sudo_cmd[@]}" apt-get update -qq
+DEBIAN_FRONTEND=noninteractive "${sudo_cmd[@]}" apt-get install -y -qq --no-install-recommends "${need[@]}"
