@@ -14,11 +14,17 @@ short_description: List every problem of a cps.gpu_cluster inventory
 description:
   - Validates a whole inventory against the contract in C(docs/inventory.md) on the control node,
     without contacting any host.
-  - Checks the K3s server count (odd, for etcd quorum), host names, unique node IPs, the node network,
-    cluster and service CIDRs (valid and disjoint), the API VIP and gateway (inside the node network,
-    not a node IP), required variables and their types, pinned versions, the delivery mode, GPU
-    counts and models of the GPU workers, PCI ids, PCI addresses and PCI device assignments.
+  - Checks the group layout (every K3s group nested under C(k3s_cluster)), the K3s server count (odd, for
+    etcd quorum), host names, unique node IPs, the node network, cluster and service CIDRs (valid, disjoint,
+    large enough for the nodes and services), every address against the others (the API VIP free, DNS and
+    NFS servers outside the pod and service networks and reachable from the node network), every
+    C(gpu_cluster_*) variable a role or playbook reads (type, range, full-string syntax), pinned and
+    supported versions, GPU counts and models, PCI ids, PCI addresses and PCI device assignments.
+  - Never raises on odd values (nested lists, mappings, None): a wrong type is a message.
   - Returns one message per problem, each naming the host or group and the variable and saying what to change.
+  - The companion filter C(cps.gpu_cluster.inventory_warnings) takes the same arguments and returns what is
+    allowed but probably wrong (an C(ansible_host) DNS name that disagrees with the inventory name, a host in no
+    group of the contract); preflight prints those and carries on.
 options:
   _input:
     description: The inventory's groups, as Ansible's C(groups) (group name to list of host names).
@@ -27,7 +33,7 @@ options:
   hostvars:
     description:
       - The variables of every host, as Ansible's C(hostvars).
-      - Only C(ansible_host) and the C(gpu_cluster_*) variables are read.
+      - Only C(ansible_host), C(ansible_connection) and the C(gpu_cluster_*) variables are read.
     type: dict
     required: true
 """
@@ -41,6 +47,10 @@ EXAMPLES = r"""
   ansible.builtin.fail:
     msg: "{{ inventory_problems | join('\n') }}"
   when: inventory_problems | length > 0
+
+- name: Print what is allowed but probably wrong
+  ansible.builtin.debug:
+    msg: "{{ groups | cps.gpu_cluster.inventory_warnings(hostvars) }}"
 """
 
 RETURN = r"""
@@ -57,10 +67,11 @@ from collections.abc import Mapping
 from ansible.errors import AnsibleError, AnsibleFilterError
 
 from ansible_collections.cps.gpu_cluster.plugins.module_utils.inventory_checks import inventory_problems as _inventory_problems
+from ansible_collections.cps.gpu_cluster.plugins.module_utils.inventory_checks import inventory_warnings as _inventory_warnings
 
 
 def _wanted(name):
-    return name == "ansible_host" or name.startswith("gpu_cluster_")
+    return name in ("ansible_host", "ansible_connection") or name.startswith("gpu_cluster_")
 
 
 def _host_variables(hostvars, host):
@@ -76,20 +87,30 @@ def _host_variables(hostvars, host):
     return result
 
 
-def inventory_problems(groups, hostvars):
-    """Every problem of the inventory described by groups and hostvars, one message each."""
+def _plain(filter_name, groups, hostvars):
+    """Plain (groups, hostvars) dicts of what the checks read."""
     if not isinstance(groups, Mapping):
-        raise AnsibleFilterError("inventory_problems: the input must be the groups mapping, got %s" % type(groups).__name__)
+        raise AnsibleFilterError("%s: the input must be the groups mapping, got %s" % (filter_name, type(groups).__name__))
     if not isinstance(hostvars, Mapping):
-        raise AnsibleFilterError("inventory_problems: hostvars must be a mapping, got %s" % type(hostvars).__name__)
+        raise AnsibleFilterError("%s: hostvars must be a mapping, got %s" % (filter_name, type(hostvars).__name__))
     plain_groups = dict((name, list(hosts)) for name, hosts in groups.items())
     hosts = plain_groups.get("all") or list(hostvars.keys())
-    plain_hostvars = dict((host, _host_variables(hostvars, host)) for host in hosts)
-    return _inventory_problems(plain_groups, plain_hostvars)
+    plain_hostvars = dict((host, _host_variables(hostvars, host)) for host in hosts if host in hostvars)
+    return plain_groups, plain_hostvars
+
+
+def inventory_problems(groups, hostvars):
+    """Every problem of the inventory described by groups and hostvars, one message each."""
+    return _inventory_problems(*_plain("inventory_problems", groups, hostvars))
+
+
+def inventory_warnings(groups, hostvars):
+    """What is allowed but probably wrong in the inventory, one message each (never fatal)."""
+    return _inventory_warnings(*_plain("inventory_warnings", groups, hostvars))
 
 
 class FilterModule(object):
     """cps.gpu_cluster inventory validation."""
 
     def filters(self):
-        return {"inventory_problems": inventory_problems}
+        return {"inventory_problems": inventory_problems, "inventory_warnings": inventory_warnings}

@@ -107,6 +107,7 @@ def test_server_count_must_be_odd(servers, needle):
 def test_every_problem_is_reported_not_only_the_first():
     def change(groups, hostvars):
         groups["k3s_servers"] = ["cp1", "cp2"]
+        groups["k3s_cluster"].remove("cp3")
         set_all(hostvars, "gpu_cluster_k3s_version", "latest")
         hostvars["wk-gpu1"]["gpu_cluster_gpu_count"] = 0
     problems = problems_after(change)
