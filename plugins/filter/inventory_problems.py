@@ -64,6 +64,8 @@ _value:
 
 from collections.abc import Mapping
 
+from jinja2 import Undefined
+
 from ansible.errors import AnsibleError, AnsibleFilterError
 
 from ansible_collections.cps.gpu_cluster.plugins.module_utils.inventory_checks import inventory_problems as _inventory_problems
@@ -74,16 +76,50 @@ def _wanted(name):
     return name in ("ansible_host", "ansible_connection") or name.startswith("gpu_cluster_")
 
 
-def _host_variables(hostvars, host):
-    """The variables the checks read, templated, as a plain dict."""
+def _undefined_in(value):
+    """The first undefined part of a value (a Jinja Undefined, which ansible-core 2.19 hands out
+    for a template that failed), or None."""
+    if isinstance(value, Undefined):
+        return value
+    if isinstance(value, Mapping):
+        for item in value.values():
+            found = _undefined_in(item)
+            if found is not None:
+                return found
+    elif isinstance(value, (list, tuple)):
+        for item in value:
+            found = _undefined_in(item)
+            if found is not None:
+                return found
+    return None
+
+
+def _undefined_message(undefined):
+    message = getattr(undefined, "_undefined_message", None)
+    try:
+        return str(message) if message else "undefined"
+    except Exception:  # pylint: disable=broad-except
+        return "undefined"
+
+
+def _host_variables(hostvars, host, failures):
+    """The variables the checks read, templated, as a plain dict; a value that cannot be templated
+    on the control node is left out and recorded in failures (name -> (reason, [hosts]))."""
     variables = hostvars[host]
     result = {}
     for name in list(variables.keys()):
-        if _wanted(name):
-            try:
-                result[name] = variables[name]
-            except AnsibleError as exc:
-                raise AnsibleFilterError("inventory_problems: %s: %s cannot be templated: %s" % (host, name, exc)) from exc
+        if not _wanted(name):
+            continue
+        try:
+            value = variables[name]
+            undefined = _undefined_in(value)
+            reason = None if undefined is None else _undefined_message(undefined)
+        except AnsibleError as exc:
+            reason = str(exc).splitlines()[0] if str(exc) else type(exc).__name__
+        if reason is None:
+            result[name] = value
+        else:
+            failures.setdefault(name, (reason, []))[1].append(host)
     return result
 
 
@@ -95,18 +131,26 @@ def _plain(filter_name, groups, hostvars):
         raise AnsibleFilterError("%s: hostvars must be a mapping, got %s" % (filter_name, type(hostvars).__name__))
     plain_groups = dict((name, list(hosts)) for name, hosts in groups.items())
     hosts = plain_groups.get("all") or list(hostvars.keys())
-    plain_hostvars = dict((host, _host_variables(hostvars, host)) for host in hosts if host in hostvars)
-    return plain_groups, plain_hostvars
+    failures = {}
+    plain_hostvars = dict((host, _host_variables(hostvars, host, failures)) for host in hosts if host in hostvars)
+    problems = []
+    for name, (reason, on) in failures.items():
+        where = on[0] if len(on) == 1 else "%s (and %d other host(s))" % (on[0], len(on) - 1)
+        problems.append("%s: %s cannot be templated on the control node (%s); preflight reads the inventory before any host "
+                        "is contacted, so give it a value that needs no facts and no undefined variable" % (where, name, reason))
+    return plain_groups, plain_hostvars, problems
 
 
 def inventory_problems(groups, hostvars):
     """Every problem of the inventory described by groups and hostvars, one message each."""
-    return _inventory_problems(*_plain("inventory_problems", groups, hostvars))
+    plain_groups, plain_hostvars, untemplated = _plain("inventory_problems", groups, hostvars)
+    return untemplated + _inventory_problems(plain_groups, plain_hostvars)
 
 
 def inventory_warnings(groups, hostvars):
     """What is allowed but probably wrong in the inventory, one message each (never fatal)."""
-    return _inventory_warnings(*_plain("inventory_warnings", groups, hostvars))
+    plain_groups, plain_hostvars, _untemplated = _plain("inventory_warnings", groups, hostvars)
+    return _inventory_warnings(plain_groups, plain_hostvars)
 
 
 class FilterModule(object):

@@ -128,6 +128,7 @@ HOST_VARIABLES = {
     "gpu_cluster_node_taints": "taint_list",
     "gpu_cluster_scratch_device": "scratch_device",
     "gpu_cluster_vm_preset": "vm_preset",
+    "gpu_cluster_preflight": "bool",
     "gpu_cluster_provision_enabled": "bool",
     "gpu_cluster_provision_inventory_path": "any_path",
     "gpu_cluster_provision_ssh_public_keys": "ssh_keys",

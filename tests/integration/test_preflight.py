@@ -1,6 +1,6 @@
 """playbooks/preflight.yml for real: every bad inventory in preflight_cases.yml
-fails with its own message, the homelab inventory passes, and no host but
-localhost is ever touched.
+fails with its own message, the homelab inventory and the valid layouts of the
+table (``passes: true``) pass, and no host but localhost is ever touched.
 
 Each case is the homelab inventory copied to a temporary directory with the
 case's patch applied (a JSON merge patch per file), then
@@ -26,6 +26,8 @@ HOMELAB = REPO / "inventories" / "homelab"
 CASES = yaml.safe_load((Path(__file__).parent / "preflight_cases.yml").read_text())
 ANSIBLE_PLAYBOOK = shutil.which("ansible-playbook") or str(REPO / ".venv" / "bin" / "ansible-playbook")
 GOOD = "homelab"
+BAD = [case for case in CASES if not case.get("passes")]
+VALID = [case for case in CASES if case.get("passes")]
 
 
 def merge_patch(target, patch):
@@ -89,7 +91,8 @@ def recap_hosts(output: str) -> list[str]:
 def test_table_is_large_and_distinct():
     ids = [case["id"] for case in CASES]
     messages = [case["message"] for case in CASES]
-    assert len(CASES) >= 15
+    assert len(BAD) >= 15
+    assert VALID, "the table keeps valid layouts (passes: true) too"
     assert len(set(ids)) == len(ids), "case ids must be unique"
     assert len(set(messages)) == len(messages), "each case must have its own message"
 
@@ -103,10 +106,21 @@ def test_homelab_inventory_passes(results):
     output = result.stdout + result.stderr
     assert result.returncode == 0, output
     assert "Inventory OK: cluster homelab, 3 server(s), 4 agent(s) (4 GPU worker(s)), 1 Proxmox host(s)" in output
+    assert "WARNING" not in output, output
     assert recap_hosts(output) == ["localhost"]
 
 
-@pytest.mark.parametrize("case", CASES, ids=[case["id"] for case in CASES])
+@pytest.mark.parametrize("case", VALID, ids=[case["id"] for case in VALID])
+def test_valid_layout_passes(results, case):
+    result = results[case["id"]]
+    output = result.stdout + result.stderr
+    assert result.returncode == 0, f"preflight refused the valid layout {case['id']}:\n{output}"
+    assert "Inventory OK" in output, output
+    assert case["message"] in output, f"expected {case['message']!r} in:\n{output}"
+    assert recap_hosts(output) == ["localhost"], output
+
+
+@pytest.mark.parametrize("case", BAD, ids=[case["id"] for case in BAD])
 def test_bad_inventory_fails_with_its_message(results, case):
     result = results[case["id"]]
     output = result.stdout + result.stderr
