@@ -90,8 +90,8 @@ SERVERS = "k3s_servers"
 AGENTS = "k3s_agents"
 GPU_WORKERS = "gpu_workers"
 NODE_ROLE_GROUPS = ("gpu_workers", "infra_nodes", "app_nodes")
-CLUSTER_GROUPS = (CLUSTER, SERVERS, AGENTS) + NODE_ROLE_GROUPS
-CONTRACT_GROUPS = (PROXMOX_HOSTS, "nfs_servers") + CLUSTER_GROUPS
+CLUSTER_GROUPS = (CLUSTER, SERVERS, AGENTS, *NODE_ROLE_GROUPS)
+CONTRACT_GROUPS = (PROXMOX_HOSTS, "nfs_servers", *CLUSTER_GROUPS)
 LAYOUT = ("all > proxmox_hosts, and all > k3s_cluster > (k3s_servers, k3s_agents > (gpu_workers, infra_nodes, app_nodes)); "
           "see inventories/homelab/hosts.yml and docs/inventory.md")
 
@@ -248,7 +248,7 @@ def _valid_dns_name(value):
 
 def _system_path(path):
     """True when path is / or a system directory, or lies under a system tree."""
-    if path in ("/",) + SYSTEM_DIRECTORIES:
+    if path == "/" or path in SYSTEM_DIRECTORIES:
         return True
     return any(path.startswith(tree + "/") for tree in SYSTEM_TREES)
 
@@ -319,15 +319,18 @@ def _https_url_advice(value):
         parts = urlsplit(value)
         port = parts.port
     except ValueError:
-        return "the port is not a number from 1 to 65535; use a URL like %s" % example
-    if parts.scheme != "https":
-        return "the Proxmox API must be reached over https (the token travels with every request); use a URL like %s" % example
-    host = parts.hostname or ""
-    if not (_ip(host) is not None or _full(HOST_NAME_RE, host)):
-        return "the URL names no valid host; use a URL like %s" % example
+        port = -1
+        parts = None
+    host = (parts.hostname if parts is not None else None) or ""
     if port is not None and not 0 < port < 65536:
-        return "the port is not a number from 1 to 65535; use a URL like %s" % example
-    return None
+        advice = "the port is not a number from 1 to 65535"
+    elif parts.scheme != "https":
+        advice = "the Proxmox API must be reached over https (the token travels with every request)"
+    elif not (_ip(host) is not None or _full(HOST_NAME_RE, host)):
+        advice = "the URL names no valid host"
+    else:
+        return None
+    return "%s; use a URL like %s" % (advice, example)
 
 
 def _image_pinned(value):
@@ -407,27 +410,30 @@ KINDS = {
 }
 
 
+def _check_secret(where, name, value):
+    if _is_str(value) and value and _full(re.compile(r"[^\s\x00-\x1f\x7f]+"), value):
+        return []
+    return ["%s: %s is not a one-line string (value not shown); set the token secret, or better export PROXMOX_TOKEN_SECRET" % (where, name)]
+
+
 def _check_kind(where, name, kind, value):
     """Problems of one value against its kind (see CLUSTER_VARIABLES and HOST_VARIABLES)."""
-    if kind == "k3s_version":
-        return _check_k3s_version(where, name, value)
-    if kind == "version":
-        return _check_pinned(where, name, value)
-    if kind == "gpu_operator_version":
-        return _check_gpu_operator_version(where, name, value)
-    if kind == "secret":
-        if _is_str(value) and value and _full(re.compile(r"[^\s\x00-\x1f\x7f]+"), value):
-            return []
-        return ["%s: %s is not a one-line string (value not shown); set the token secret, or better export PROXMOX_TOKEN_SECRET" % (where, name)]
+    special = {
+        "k3s_version": _check_k3s_version,
+        "version": _check_pinned,
+        "gpu_operator_version": _check_gpu_operator_version,
+        "secret": _check_secret,
+    }
+    if kind in special:
+        return special[kind](where, name, value)
     rule = KINDS[kind]
     if callable(rule):
         advice = rule(value)
-        if advice is None:
-            return []
     else:
         valid, advice = rule
-        if valid(value):
-            return []
+        advice = None if valid(value) else advice
+    if advice is None:
+        return []
     separator = ", " if advice.startswith("not ") else "; "
     return ["%s: %s is %r%s%s" % (where, name, value, separator, advice)]
 
@@ -485,7 +491,7 @@ def _check_layout(groups):
     """Contract groups outside k3s_cluster, and K3s nodes in neither k3s_servers nor k3s_agents."""
     problems = []
     cluster = set(_group(groups, CLUSTER))
-    for group in (SERVERS, AGENTS) + NODE_ROLE_GROUPS:
+    for group in (SERVERS, AGENTS, *NODE_ROLE_GROUPS):
         outside = [host for host in _group(groups, group) if host not in cluster]
         if outside:
             problems.append(
@@ -515,7 +521,7 @@ def _check_groups(groups):
     agents = set(_group(groups, AGENTS))
     for host in servers:
         if host in agents:
-            roles = [g for g in (AGENTS,) + NODE_ROLE_GROUPS if host in _group(groups, g)]
+            roles = [g for g in (AGENTS, *NODE_ROLE_GROUPS) if host in _group(groups, g)]
             problems.append(
                 "%s: is in both k3s_servers and %s; a node is either a server or an agent, so remove it from one group "
                 "(GPU workers must be agents: servers keep etcd and are never drained for GPU driver work)" % (host, " and ".join(roles)))

@@ -4,8 +4,11 @@ inventory built in Python (groups + hostvars as Ansible would give them)."""
 from __future__ import annotations
 
 import copy
+from pathlib import Path
 
 import pytest
+import yaml
+from ansible_collections.cps.gpu_cluster.plugins.module_utils import components
 from ansible_collections.cps.gpu_cluster.plugins.module_utils import inventory_checks as ic
 
 CLUSTER_VARS = {
@@ -649,9 +652,6 @@ def test_fleet_delivery_needs_a_fleet_dir():
 def test_gpu_operator_versions_are_the_roles():
     """Preflight and the gpu_operator role read one list (module_utils.components); the role's
     argument spec documents the same values."""
-    import yaml
-    from pathlib import Path
-    from ansible_collections.cps.gpu_cluster.plugins.module_utils import components
     role = Path(__file__).resolve().parents[4] / "roles" / "gpu_operator"
     assert ic.GPU_OPERATOR_SUPPORTED_VERSIONS is components.GPU_OPERATOR_SUPPORTED_VERSIONS
     defaults = yaml.safe_load((role / "defaults" / "main.yml").read_text())
