@@ -33,7 +33,8 @@ options:
   hostvars:
     description:
       - The variables of every host, as Ansible's C(hostvars).
-      - Only C(ansible_host), C(ansible_connection) and the C(gpu_cluster_*) variables are read.
+      - Only C(ansible_host), C(ansible_connection), the C(gpu_cluster_*) variables and the variables of the
+        collection's roles (checked against each role's C(meta/argument_specs.yml)) are read.
     type: dict
     required: true
 """
@@ -62,7 +63,10 @@ _value:
     - "k3s_servers: 2 servers (cp1, cp2) give no etcd quorum: etcd needs a majority, so losing either server stops the cluster; use 3 servers for HA (or 1)"
 """
 
+import os
 from collections.abc import Mapping
+
+import yaml
 
 from jinja2 import Undefined
 
@@ -72,8 +76,31 @@ from ansible_collections.cps.gpu_cluster.plugins.module_utils.inventory_checks i
 from ansible_collections.cps.gpu_cluster.plugins.module_utils.inventory_checks import inventory_warnings as _inventory_warnings
 
 
-def _wanted(name):
-    return name in ("ansible_host", "ansible_connection") or name.startswith("gpu_cluster_")
+ROLES_DIR = os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "..", "roles")
+_ROLE_SPECS = {}
+
+
+def role_specs(roles_dir=ROLES_DIR):
+    """role name -> {option: spec}, the options of every entry point of every role of the collection."""
+    if roles_dir in _ROLE_SPECS:
+        return _ROLE_SPECS[roles_dir]
+    specs = {}
+    for role in sorted(os.listdir(roles_dir)) if os.path.isdir(roles_dir) else []:
+        path = os.path.join(roles_dir, role, "meta", "argument_specs.yml")
+        if not os.path.isfile(path):
+            continue
+        with open(path) as handle:
+            data = yaml.safe_load(handle) or {}
+        options = {}
+        for entry in (data.get("argument_specs") or {}).values():
+            options.update((entry or {}).get("options") or {})
+        specs[role] = options
+    _ROLE_SPECS[roles_dir] = specs
+    return specs
+
+
+def _wanted(name, roles=()):
+    return name in ("ansible_host", "ansible_connection") or name.startswith("gpu_cluster_") or name.startswith(roles)
 
 
 def _undefined_in(value):
@@ -107,8 +134,9 @@ def _host_variables(hostvars, host, failures):
     on the control node is left out and recorded in failures (name -> (reason, [hosts]))."""
     variables = hostvars[host]
     result = {}
+    roles = tuple(role + "_" for role in role_specs())
     for name in list(variables.keys()):
-        if not _wanted(name):
+        if not _wanted(name, roles):
             continue
         try:
             value = variables[name]
@@ -118,8 +146,9 @@ def _host_variables(hostvars, host, failures):
             reason = str(exc).splitlines()[0] if str(exc) else type(exc).__name__
         if reason is None:
             result[name] = value
-        else:
+        elif name.startswith("gpu_cluster_") or name == "ansible_host":
             failures.setdefault(name, (reason, []))[1].append(host)
+        # A role variable built from facts is the role's to check when it runs.
     return result
 
 
@@ -144,7 +173,7 @@ def _plain(filter_name, groups, hostvars):
 def inventory_problems(groups, hostvars):
     """Every problem of the inventory described by groups and hostvars, one message each."""
     plain_groups, plain_hostvars, untemplated = _plain("inventory_problems", groups, hostvars)
-    return untemplated + _inventory_problems(plain_groups, plain_hostvars)
+    return untemplated + _inventory_problems(plain_groups, plain_hostvars, role_specs=role_specs())
 
 
 def inventory_warnings(groups, hostvars):

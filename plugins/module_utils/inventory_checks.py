@@ -25,6 +25,8 @@ try:  # Python 3
 except ImportError:  # pragma: no cover - Python 2 is not supported by the collection
     from urlparse import urlsplit  # type: ignore
 
+from ansible.module_utils.common.arg_spec import ArgumentSpecValidator
+
 from ansible_collections.cps.gpu_cluster.plugins.module_utils.components import GPU_OPERATOR_SUPPORTED_VERSIONS
 
 K3S_MIN_VERSION = (1, 31, 6)
@@ -904,6 +906,37 @@ def _check_gpu_workers(groups, hostvars, devices):
     return problems
 
 
+def _present_only(spec):
+    """An option spec for values that are set: no defaults, nothing required at the top level."""
+    return dict((key, value) for key, value in spec.items() if key not in ("default", "required", "description"))
+
+
+def _check_role_variables(hostvars, hosts, role_specs):
+    """Role variables set in the inventory against the role's meta/argument_specs.yml, as the role
+    itself validates them when it starts (types, choices, elements), but before any host is touched.
+
+    ``role_specs`` maps role name -> {option name: option spec}. One message per distinct error.
+    """
+    problems = []
+    for role in sorted(role_specs or {}):
+        options = role_specs[role]
+        if not isinstance(options, dict):
+            continue
+        errors = {}
+        for host in hosts:
+            params = dict((name, value) for name, value in _vars(hostvars, host).items() if name in options)
+            if not params:
+                continue
+            spec = dict((name, _present_only(options[name])) for name in params if isinstance(options[name], dict))
+            result = ArgumentSpecValidator(spec).validate(params)
+            for message in result.error_messages:
+                errors.setdefault(message, []).append(host)
+        for message, on in errors.items():
+            problems.append("%s: role %s: %s; fix the value in the inventory (roles/%s/README.md lists the variables)"
+                            % (_where(on), role, message, role))
+    return problems
+
+
 def _guarded(check, *args):
     """Run one check; an unexpected exception becomes a message (preflight never shows a traceback)."""
     try:
@@ -919,11 +952,13 @@ def _plain(groups, hostvars):
     return groups, hostvars
 
 
-def inventory_problems(groups, hostvars):
+def inventory_problems(groups, hostvars, role_specs=None):
     """Every problem of an inventory, one message each (empty list: the inventory is sound).
 
     ``groups`` maps group name -> list of host names (Ansible's ``groups``);
-    ``hostvars`` maps host name -> dict of that host's variables.
+    ``hostvars`` maps host name -> dict of that host's variables;
+    ``role_specs`` (optional) maps role name -> its argument spec options, to check the role
+    variables the inventory sets (the filter reads them from roles/*/meta/argument_specs.yml).
     """
     groups, hostvars = _plain(groups, hostvars)
     problems = []
@@ -945,6 +980,7 @@ def inventory_problems(groups, hostvars):
     problems.extend(_guarded(_check_host_variables, hostvars, everyone))
     problems.extend(_guarded(_check_sizes, hostvars, everyone))
     problems.extend(_guarded(_check_versions_elsewhere, hostvars, everyone))
+    problems.extend(_guarded(_check_role_variables, hostvars, everyone, role_specs))
     try:
         proxmox_problems, devices = _check_proxmox_hosts(groups, hostvars)
     except Exception as exc:  # pylint: disable=broad-except

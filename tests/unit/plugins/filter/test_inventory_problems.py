@@ -8,7 +8,7 @@ from collections.abc import Mapping
 
 import pytest
 from ansible.errors import AnsibleError, AnsibleFilterError
-from ansible_collections.cps.gpu_cluster.plugins.filter.inventory_problems import FilterModule, inventory_problems, inventory_warnings
+from ansible_collections.cps.gpu_cluster.plugins.filter.inventory_problems import FilterModule, inventory_problems, inventory_warnings, role_specs
 from jinja2 import Undefined
 
 
@@ -95,3 +95,17 @@ def test_problems_come_through():
 def test_refuses_non_mappings(groups, hostvars, needle):
     with pytest.raises(AnsibleFilterError, match=needle):
         inventory_problems(groups, hostvars)
+
+
+def test_role_variables_are_checked_against_the_real_argument_specs():
+    specs = role_specs()
+    assert "k3s_node_ready_timeout" in specs["k3s_node"]
+    assert "gpu_operator_supported_versions" in specs["gpu_operator"]
+    problems = inventory_problems(GROUPS, {"cp1": LazyHostVars(dict(CP1, k3s_node_ready_timeout="soon"))})
+    assert len(problems) == 1
+    assert problems[0].startswith("cp1: role k3s_node: argument 'k3s_node_ready_timeout' is of type")
+
+
+def test_role_variable_built_from_facts_is_left_to_the_role():
+    broken = dict(CP1, k3s_node_flannel_iface=Undefined(name="ansible_facts"))
+    assert inventory_problems(GROUPS, {"cp1": LazyHostVars(broken)}) == []

@@ -781,3 +781,28 @@ def test_odd_types_inside_pci_devices_and_groups(value):
 def test_odd_top_level_inputs(groups, hostvars):
     assert_messages(ic.inventory_problems(groups, hostvars))
     assert_messages(ic.inventory_warnings(groups, hostvars))
+
+
+# --- role variables set in the inventory, against the roles' argument specs
+
+SPECS = {"k3s_node": {"k3s_node_ready_timeout": {"type": "int", "default": 600, "required": True},
+                      "k3s_node_labels": {"type": "list", "elements": "str"}},
+         "vfio_passthrough": {"vfio_passthrough_reboot": {"type": "bool", "default": True}}}
+
+
+def test_role_variables_follow_the_role_argument_specs():
+    groups, hostvars = homelab()
+    set_all(hostvars, "k3s_node_ready_timeout", "soon")
+    hostvars["pve1"]["vfio_passthrough_reboot"] = "maybe"
+    problems = ic.inventory_problems(groups, hostvars, role_specs=SPECS)
+    assert len(problems) == 2, problems
+    one(problems, "pve1 (and 7 other host(s)): role k3s_node: argument 'k3s_node_ready_timeout' is of type")
+    one(problems, "pve1: role vfio_passthrough: argument 'vfio_passthrough_reboot' is of type")
+
+
+def test_role_variables_valid_or_absent_pass():
+    groups, hostvars = homelab()
+    assert ic.inventory_problems(groups, hostvars, role_specs=SPECS) == []
+    set_all(hostvars, "k3s_node_ready_timeout", 900)
+    hostvars["pve1"]["vfio_passthrough_reboot"] = False
+    assert ic.inventory_problems(groups, hostvars, role_specs=SPECS) == []
