@@ -130,7 +130,7 @@ HOST_VARIABLES = {
     "gpu_cluster_node_taints": "taint_list",
     "gpu_cluster_scratch_device": "scratch_device",
     "gpu_cluster_vm_preset": "vm_preset",
-    "gpu_cluster_preflight": "bool",
+    "gpu_cluster_preflight": "switch",
     "gpu_cluster_provision_enabled": "bool",
     "gpu_cluster_provision_inventory_path": "any_path",
     "gpu_cluster_provision_ssh_public_keys": "ssh_keys",
@@ -384,6 +384,7 @@ KINDS = {
     "delivery": (lambda v: _is_str(v) and v in DELIVERY_MODES, "use one of %s" % ", ".join(DELIVERY_MODES)),
     "vm_preset": (lambda v: _is_str(v) and v in VM_PRESETS, "use one of %s (terraform/proxmox presets)" % ", ".join(VM_PRESETS)),
     "bool": (lambda v: isinstance(v, bool), "use true or false (a YAML boolean, not a string)"),
+    "switch": (lambda v: isinstance(v, bool) or v in ("true", "false"), "use true or false"),
     "positive_int": (lambda v: _is_int(v) and v > 0, "use a positive integer (seconds)"),
     "batch": (_batch, "use a positive number of hosts (like 2), a percentage from 1% to 100% (like 50%), or a list of those"),
     "duration": (_duration, "use a positive duration with a unit, as kubectl reads it (like 600s or 10m)"),
@@ -702,7 +703,9 @@ def _check_addresses(groups, hostvars, values, network, vip):
                 problems.append("gpu_cluster_api_vip %s equals %s; the VIP must be a free address, change one of them" % (vip, what))
 
     def reachable(address):
-        if network is not None and address.version == network.version and address in network:
+        if network is None:  # the node network is wrong or missing: reported already, nothing to judge against
+            return True
+        if address.version == network.version and address in network:
             return True
         if any(address.version == net.version and address in net for net in routed):
             return True

@@ -429,6 +429,16 @@ def test_routed_networks_and_public_resolvers_are_reachable():
     assert problems_after(change) == []
 
 
+def test_no_reachability_noise_when_the_node_network_is_wrong():
+    problems = problems_after(lambda g, h: set_all(h, "gpu_cluster_node_network", "10.0.0.0"))
+    assert not [p for p in problems if "gpu_cluster_routed_networks" in p], problems
+    one(problems, "gpu_cluster_node_network is '10.0.0.0', not a network in CIDR form")
+
+
+def test_preflight_switch_accepts_extra_var_strings():
+    assert problems_after(lambda g, h: set_all(h, "gpu_cluster_preflight", "true")) == []
+
+
 def test_nfs_server_by_name_is_not_judged():
     assert problems_after(lambda g, h: set_all(h, "gpu_cluster_nfs_server", "nas.homelab.lan")) == []
 
