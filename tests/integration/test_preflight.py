@@ -55,7 +55,7 @@ def materialise(patch: dict, dest: Path) -> Path:
     return inventory
 
 
-def run_preflight(inventory: Path, playbook: str = "playbooks/preflight.yml") -> subprocess.CompletedProcess:
+def run_preflight(inventory: Path, playbook: str = "playbooks/preflight.yml", *args: str) -> subprocess.CompletedProcess:
     env = dict(
         os.environ,
         ANSIBLE_CONFIG=str(REPO / "ansible.cfg"),
@@ -66,7 +66,7 @@ def run_preflight(inventory: Path, playbook: str = "playbooks/preflight.yml") ->
         ANSIBLE_STDOUT_CALLBACK="default",
     )
     return subprocess.run(
-        [ANSIBLE_PLAYBOOK, playbook, "-i", str(inventory)],
+        [ANSIBLE_PLAYBOOK, playbook, "-i", str(inventory), *args],
         cwd=REPO, env=env, capture_output=True, text=True, timeout=180, check=False,
     )
 
@@ -141,3 +141,37 @@ def test_site_stops_after_a_failed_preflight(tmp_path):
     assert case["message"] in output
     assert re.findall(r"^PLAY \[([^\]]+)\]", output, re.M) == ["Preflight"], output
     assert recap_hosts(output) == ["localhost"]
+
+
+PHASE_PLAYBOOKS = ["proxmox_host", "provision", "k3s", "storage", "gpu", "apps", "verify",
+                   "upgrade", "reset", "add_node", "etcd_snapshot", "render"]
+
+
+@pytest.fixture(scope="module")
+def phase_results(tmp_path_factory) -> dict:
+    """Every phase and day-2 playbook run on the two-server inventory, in parallel."""
+    case = next(case for case in CASES if case["id"] == "two_servers")
+    inventory = materialise(case["patch"], tmp_path_factory.mktemp("phases"))
+    with ThreadPoolExecutor(max_workers=max(2, min(6, (os.cpu_count() or 2) * 2))) as pool:
+        futures = {name: pool.submit(run_preflight, inventory, f"playbooks/{name}.yml") for name in PHASE_PLAYBOOKS}
+        return {name: future.result() for name, future in futures.items()}, case["message"]
+
+
+@pytest.mark.parametrize("name", PHASE_PLAYBOOKS)
+def test_every_phase_playbook_runs_preflight_first(phase_results, name):
+    """Each phase playbook imports preflight first: a bad inventory stops it before any host is touched."""
+    results, message = phase_results
+    output = results[name].stdout + results[name].stderr
+    assert results[name].returncode != 0, output
+    assert message in output, output
+    assert re.findall(r"^PLAY \[([^\]]+)\]", output, re.M) == ["Preflight"], output
+    assert recap_hosts(output) == ["localhost"], output
+
+
+def test_site_checks_the_inventory_once(tmp_path):
+    """site.yml imports preflight and every phase imports it again: the inventory is checked once per run."""
+    result = run_preflight(materialise({}, tmp_path), "playbooks/site.yml", "--tags", "preflight")
+    output = result.stdout + result.stderr
+    assert output.count("Inventory OK:") == 1, output
+    assert output.count("TASK [Collect the inventory's problems and warnings]") == 1, output
+    assert "UNREACHABLE" not in output
