@@ -99,8 +99,8 @@ def role_specs(roles_dir=ROLES_DIR):
     return specs
 
 
-def _wanted(name, roles=()):
-    return name in ("ansible_host", "ansible_connection") or name.startswith("gpu_cluster_") or name.startswith(roles)
+def _wanted(name, options=frozenset()):
+    return name in ("ansible_host", "ansible_connection") or name.startswith("gpu_cluster_") or name in options
 
 
 def _undefined_in(value):
@@ -134,9 +134,9 @@ def _host_variables(hostvars, host, failures):
     on the control node is left out and recorded in failures (name -> (reason, [hosts]))."""
     variables = hostvars[host]
     result = {}
-    roles = tuple(role + "_" for role in role_specs())
+    options = frozenset(name for spec in role_specs().values() for name in spec)
     for name in list(variables.keys()):
-        if not _wanted(name, roles):
+        if not _wanted(name, options):
             continue
         try:
             value = variables[name]

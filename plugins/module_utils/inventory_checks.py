@@ -932,7 +932,10 @@ def _check_role_variables(hostvars, hosts, role_specs):
                 continue
             spec = dict((name, _present_only(options[name])) for name in params if isinstance(options[name], dict))
             result = ArgumentSpecValidator(spec).validate(params)
+            secrets = [str(params[name]) for name in spec if spec[name].get("no_log") and str(params[name])]
             for message in result.error_messages:
+                for secret in secrets:
+                    message = message.replace(secret, "********")
                 errors.setdefault(message, []).append(host)
         for message, on in errors.items():
             problems.append("%s: role %s: %s; fix the value in the inventory (roles/%s/README.md lists the variables)"

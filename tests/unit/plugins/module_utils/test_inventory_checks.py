@@ -796,7 +796,8 @@ def test_odd_top_level_inputs(groups, hostvars):
 # --- role variables set in the inventory, against the roles' argument specs
 
 SPECS = {"k3s_node": {"k3s_node_ready_timeout": {"type": "int", "default": 600, "required": True},
-                      "k3s_node_labels": {"type": "list", "elements": "str"}},
+                      "k3s_node_labels": {"type": "list", "elements": "str"},
+                      "k3s_token": {"type": "str", "no_log": True, "choices": ["never-matches"]}},
          "vfio_passthrough": {"vfio_passthrough_reboot": {"type": "bool", "default": True}}}
 
 
@@ -808,6 +809,14 @@ def test_role_variables_follow_the_role_argument_specs():
     assert len(problems) == 2, problems
     one(problems, "pve1 (and 7 other host(s)): role k3s_node: argument 'k3s_node_ready_timeout' is of type")
     one(problems, "pve1: role vfio_passthrough: argument 'vfio_passthrough_reboot' is of type")
+
+
+def test_role_variable_secrets_are_never_printed():
+    groups, hostvars = homelab()
+    set_all(hostvars, "k3s_token", "s3cr3t-token-value")
+    message = one(ic.inventory_problems(groups, hostvars, role_specs=SPECS), "role k3s_node")
+    assert "s3cr3t-token-value" not in message
+    assert "k3s_token" in message
 
 
 def test_role_variables_valid_or_absent_pass():
