@@ -725,6 +725,10 @@ def _check_addresses(groups, hostvars, values, network, vip):
                     % (what, network))
     for label, name, host, address in _proxmox_addresses(groups, hostvars):
         if name != "gpu_cluster_proxmox_api_url":
+            for net_name, net in kube_nets:
+                if address.version == net.version and address in net:
+                    problems.append("%s: ansible_host %s is inside %s %s, the cluster's own network; use the Proxmox host's real address"
+                                    % (host, address, net_name, net))
             continue
         for net_name, net in kube_nets:
             if address.version == net.version and address in net:
@@ -933,10 +937,11 @@ def _check_role_variables(hostvars, hosts, role_specs):
             spec = dict((name, _present_only(options[name])) for name in params if isinstance(options[name], dict))
             result = ArgumentSpecValidator(spec).validate(params)
             secrets = [str(params[name]) for name in spec if spec[name].get("no_log") and str(params[name])]
-            for message in result.error_messages:
+            for error in result.error_messages:
+                masked = error
                 for secret in secrets:
-                    message = message.replace(secret, "********")
-                errors.setdefault(message, []).append(host)
+                    masked = masked.replace(secret, "********")
+                errors.setdefault(masked, []).append(host)
         for message, on in errors.items():
             problems.append("%s: role %s: %s; fix the value in the inventory (roles/%s/README.md lists the variables)"
                             % (_where(on), role, message, role))

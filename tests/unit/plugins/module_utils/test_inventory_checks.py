@@ -456,6 +456,11 @@ def test_proxmox_api_url(url, needle):
     one(problems_after(lambda g, h: h["pve1"].update(gpu_cluster_proxmox_api_url=url)), needle)
 
 
+def test_proxmox_host_inside_the_service_cidr():
+    problems = problems_after(lambda g, h: h["pve1"].update(ansible_host="10.43.0.2"))
+    one(problems, "pve1: ansible_host 10.43.0.2 is inside gpu_cluster_service_cidr 10.43.0.0/16")
+
+
 def test_proxmox_api_url_on_the_node_network_or_by_name_is_accepted():
     for url in ("https://10.0.0.2:8006/api2/json", "https://10.0.0.5:8006/", "https://pve1.homelab.lan:8006/api2/json"):
         assert problems_after(lambda g, h, url=url: h["pve1"].update(gpu_cluster_proxmox_api_url=url)) == [], url
