@@ -20,12 +20,8 @@ __metaclass__ = type
 import ipaddress
 import re
 
-try:  # Python 3
-    from urllib.parse import urlsplit
-except ImportError:  # pragma: no cover - Python 2 is not supported by the collection
-    from urlparse import urlsplit  # type: ignore
-
 from ansible.module_utils.common.arg_spec import ArgumentSpecValidator
+from ansible.module_utils.six.moves.urllib.parse import urlsplit
 
 from ansible_collections.cps.gpu_cluster.plugins.module_utils.components import GPU_OPERATOR_SUPPORTED_VERSIONS
 
