@@ -34,6 +34,7 @@ class FilterModule(object):
             "gpu_operator_values": _wrap(components.gpu_operator_values),
             "gpu_operator_toolkit_env": _wrap(components.toolkit_env),
             "gpu_operator_containerd_mode": _wrap(components.containerd_mode),
+            "supported_versions": _wrap(components.supported_versions),
             "kubernetes_minor": _wrap(components.kubernetes_minor),
             "cuda_smoke_pod": _wrap(components.cuda_smoke_pod),
             "nfs_provisioner_values": _wrap(storage_components.nfs_provisioner_values),

@@ -14,11 +14,17 @@ short_description: List every problem of a cps.gpu_cluster inventory
 description:
   - Validates a whole inventory against the contract in C(docs/inventory.md) on the control node,
     without contacting any host.
-  - Checks the K3s server count (odd, for etcd quorum), host names, unique node IPs, the node network,
-    cluster and service CIDRs (valid and disjoint), the API VIP and gateway (inside the node network,
-    not a node IP), required variables and their types, pinned versions, the delivery mode, GPU
-    counts and models of the GPU workers, PCI ids, PCI addresses and PCI device assignments.
+  - Checks the group layout (every K3s group nested under C(k3s_cluster)), the K3s server count (odd, for
+    etcd quorum), host names, unique node IPs, the node network, cluster and service CIDRs (valid, disjoint,
+    large enough for the nodes and services), every address against the others (the API VIP free, DNS and
+    NFS servers outside the pod and service networks and reachable from the node network), every
+    C(gpu_cluster_*) variable a role or playbook reads (type, range, full-string syntax), pinned and
+    supported versions, GPU counts and models, PCI ids, PCI addresses and PCI device assignments.
+  - Never raises on odd values (nested lists, mappings, None): a wrong type is a message.
   - Returns one message per problem, each naming the host or group and the variable and saying what to change.
+  - The companion filter C(cps.gpu_cluster.inventory_warnings) takes the same arguments and returns what is
+    allowed but probably wrong (an C(ansible_host) DNS name that disagrees with the inventory name, a host in no
+    group of the contract); preflight prints those and carries on.
 options:
   _input:
     description: The inventory's groups, as Ansible's C(groups) (group name to list of host names).
@@ -27,7 +33,8 @@ options:
   hostvars:
     description:
       - The variables of every host, as Ansible's C(hostvars).
-      - Only C(ansible_host) and the C(gpu_cluster_*) variables are read.
+      - Only C(ansible_host), C(ansible_connection), the C(gpu_cluster_*) variables and the variables of the
+        collection's roles (checked against each role's C(meta/argument_specs.yml)) are read.
     type: dict
     required: true
 """
@@ -41,6 +48,10 @@ EXAMPLES = r"""
   ansible.builtin.fail:
     msg: "{{ inventory_problems | join('\n') }}"
   when: inventory_problems | length > 0
+
+- name: Print what is allowed but probably wrong
+  ansible.builtin.debug:
+    msg: "{{ groups | cps.gpu_cluster.inventory_warnings(hostvars) }}"
 """
 
 RETURN = r"""
@@ -52,44 +63,127 @@ _value:
     - "k3s_servers: 2 servers (cp1, cp2) give no etcd quorum: etcd needs a majority, so losing either server stops the cluster; use 3 servers for HA (or 1)"
 """
 
+import os
 from collections.abc import Mapping
+
+import yaml
+
+from jinja2 import Undefined
 
 from ansible.errors import AnsibleError, AnsibleFilterError
 
 from ansible_collections.cps.gpu_cluster.plugins.module_utils.inventory_checks import inventory_problems as _inventory_problems
+from ansible_collections.cps.gpu_cluster.plugins.module_utils.inventory_checks import inventory_warnings as _inventory_warnings
 
 
-def _wanted(name):
-    return name == "ansible_host" or name.startswith("gpu_cluster_")
+ROLES_DIR = os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "..", "roles")
+_ROLE_SPECS = {}
 
 
-def _host_variables(hostvars, host):
-    """The variables the checks read, templated, as a plain dict."""
+def role_specs(roles_dir=ROLES_DIR):
+    """role name -> {option: spec}, the options of every entry point of every role of the collection."""
+    if roles_dir in _ROLE_SPECS:
+        return _ROLE_SPECS[roles_dir]
+    specs = {}
+    for role in sorted(os.listdir(roles_dir)) if os.path.isdir(roles_dir) else []:
+        path = os.path.join(roles_dir, role, "meta", "argument_specs.yml")
+        if not os.path.isfile(path):
+            continue
+        with open(path) as handle:
+            data = yaml.safe_load(handle) or {}
+        options = {}
+        for entry in (data.get("argument_specs") or {}).values():
+            options.update((entry or {}).get("options") or {})
+        specs[role] = options
+    _ROLE_SPECS[roles_dir] = specs
+    return specs
+
+
+def _wanted(name, options=frozenset()):
+    return name in ("ansible_host", "ansible_connection") or name.startswith("gpu_cluster_") or name in options
+
+
+def _undefined_in(value):
+    """The first undefined part of a value (a Jinja Undefined, which ansible-core 2.19 hands out
+    for a template that failed), or None."""
+    if isinstance(value, Undefined):
+        return value
+    if isinstance(value, Mapping):
+        for item in value.values():
+            found = _undefined_in(item)
+            if found is not None:
+                return found
+    elif isinstance(value, (list, tuple)):
+        for item in value:
+            found = _undefined_in(item)
+            if found is not None:
+                return found
+    return None
+
+
+def _undefined_message(undefined):
+    message = getattr(undefined, "_undefined_message", None)
+    try:
+        return str(message) if message else "undefined"
+    except Exception:  # pylint: disable=broad-except
+        return "undefined"
+
+
+def _host_variables(hostvars, host, failures):
+    """The variables the checks read, templated, as a plain dict; a value that cannot be templated
+    on the control node is left out and recorded in failures (name -> (reason, [hosts]))."""
     variables = hostvars[host]
     result = {}
+    options = frozenset(name for spec in role_specs().values() for name in spec)
     for name in list(variables.keys()):
-        if _wanted(name):
-            try:
-                result[name] = variables[name]
-            except AnsibleError as exc:
-                raise AnsibleFilterError("inventory_problems: %s: %s cannot be templated: %s" % (host, name, exc)) from exc
+        if not _wanted(name, options):
+            continue
+        try:
+            value = variables[name]
+            undefined = _undefined_in(value)
+            reason = None if undefined is None else _undefined_message(undefined)
+        except AnsibleError as exc:
+            reason = str(exc).splitlines()[0] if str(exc) else type(exc).__name__
+        if reason is None:
+            result[name] = value
+        elif name.startswith("gpu_cluster_") or name == "ansible_host":
+            failures.setdefault(name, (reason, []))[1].append(host)
+        # A role variable built from facts is the role's to check when it runs.
     return result
+
+
+def _plain(filter_name, groups, hostvars):
+    """Plain (groups, hostvars) dicts of what the checks read."""
+    if not isinstance(groups, Mapping):
+        raise AnsibleFilterError("%s: the input must be the groups mapping, got %s" % (filter_name, type(groups).__name__))
+    if not isinstance(hostvars, Mapping):
+        raise AnsibleFilterError("%s: hostvars must be a mapping, got %s" % (filter_name, type(hostvars).__name__))
+    plain_groups = dict((name, list(hosts)) for name, hosts in groups.items())
+    hosts = plain_groups.get("all") or list(hostvars.keys())
+    failures = {}
+    plain_hostvars = dict((host, _host_variables(hostvars, host, failures)) for host in hosts if host in hostvars)
+    problems = []
+    for name, (reason, on) in failures.items():
+        where = on[0] if len(on) == 1 else "%s (and %d other host(s))" % (on[0], len(on) - 1)
+        problems.append("%s: %s cannot be templated on the control node (%s); preflight reads the inventory before any host "
+                        "is contacted, so give it a value that needs no facts and no undefined variable" % (where, name, reason))
+    return plain_groups, plain_hostvars, problems
 
 
 def inventory_problems(groups, hostvars):
     """Every problem of the inventory described by groups and hostvars, one message each."""
-    if not isinstance(groups, Mapping):
-        raise AnsibleFilterError("inventory_problems: the input must be the groups mapping, got %s" % type(groups).__name__)
-    if not isinstance(hostvars, Mapping):
-        raise AnsibleFilterError("inventory_problems: hostvars must be a mapping, got %s" % type(hostvars).__name__)
-    plain_groups = dict((name, list(hosts)) for name, hosts in groups.items())
-    hosts = plain_groups.get("all") or list(hostvars.keys())
-    plain_hostvars = dict((host, _host_variables(hostvars, host)) for host in hosts)
-    return _inventory_problems(plain_groups, plain_hostvars)
+    plain_groups, plain_hostvars, untemplated = _plain("inventory_problems", groups, hostvars)
+    return untemplated + _inventory_problems(plain_groups, plain_hostvars, role_specs=role_specs())
+
+
+def inventory_warnings(groups, hostvars):
+    """What is allowed but probably wrong in the inventory, one message each (never fatal)."""
+    plain_groups, plain_hostvars, _untemplated = _plain("inventory_warnings", groups, hostvars)
+    return _inventory_warnings(plain_groups, plain_hostvars)
 
 
 class FilterModule(object):
     """cps.gpu_cluster inventory validation."""
 
     def filters(self):
-        return {"inventory_problems": inventory_problems}
+        return {"inventory_problems": inventory_problems, "inventory_warnings": inventory_warnings}

@@ -47,6 +47,17 @@ K3S_CONTAINERD_CONFIG_TEMPLATE = "/var/lib/rancher/k3s/agent/etc/containerd/conf
 K3S_CDI_MIN = (1, 31, 6)
 # GPU Operator v25.10 is the first whose toolkit needs only the socket on containerd 2.
 OPERATOR_CDI_MIN = (25, 10, 0)
+# The GPU Operator chart versions this collection's values are made for: the one
+# list the gpu_operator role (gpu_operator_supported_versions) and preflight read.
+GPU_OPERATOR_SUPPORTED_VERSIONS = ("v25.10.1", "v26.7.0")
+
+
+def supported_versions(component):
+    """The chart versions this collection supports for a component (``gpu-operator``), as a list."""
+    known = {"gpu-operator": GPU_OPERATOR_SUPPORTED_VERSIONS}
+    if component not in known:
+        raise ValueError("no supported versions are recorded for component %r (known: %s)" % (component, ", ".join(sorted(known))))
+    return list(known[component])
 
 
 def parse_version(version):

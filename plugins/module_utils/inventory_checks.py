@@ -5,8 +5,13 @@
 
 ``inventory_problems(groups, hostvars)`` returns one message per problem
 (an empty list when the inventory is sound). Each message names the host or
-group and the variable, and says what to change. The contract it enforces is
-documented in docs/inventory.md.
+group and the variable, and says what to change. ``inventory_warnings`` returns
+what is allowed but probably wrong (printed, never fatal). The contract they
+enforce is documented in docs/inventory.md.
+
+Every value is checked against its full string (``re.fullmatch``: a trailing
+newline is never accepted) and any type may arrive (None, numbers, nested
+lists, mappings): a wrong type is a message, never an exception.
 """
 
 from __future__ import (absolute_import, division, print_function)
@@ -15,16 +20,67 @@ __metaclass__ = type
 import ipaddress
 import re
 
+from ansible.module_utils.common.arg_spec import ArgumentSpecValidator
+from ansible.module_utils.six.moves.urllib.parse import urlsplit
+
+from ansible_collections.cps.gpu_cluster.plugins.module_utils.components import GPU_OPERATOR_SUPPORTED_VERSIONS
+
 K3S_MIN_VERSION = (1, 31, 6)
-K3S_VERSION_RE = re.compile(r"^v(\d+)\.(\d+)\.(\d+)\+k3s(\d+)$")
-SEMVER_RE = re.compile(r"^v?\d+\.\d+\.\d+([-+][0-9A-Za-z.+-]+)?$")
+_NUM = r"(0|[1-9][0-9]*)"
+K3S_VERSION_RE = re.compile(r"v%s\.%s\.%s\+k3s([1-9][0-9]*)" % (_NUM, _NUM, _NUM))
+SEMVER_RE = re.compile(r"v?%s\.%s\.%s([-+][0-9A-Za-z.+-]+)?" % (_NUM, _NUM, _NUM))
 UNPINNED = ("latest", "stable", "testing", "main", "master", "edge", "head")
-DNS_LABEL_RE = re.compile(r"^[a-z0-9]([-a-z0-9]{0,61}[a-z0-9])?$")
-DNS_NAME_RE = re.compile(r"^(?=.{1,253}$)[a-z0-9]([-a-z0-9]{0,61}[a-z0-9])?(\.[a-z0-9]([-a-z0-9]{0,61}[a-z0-9])?)*$")
-PCI_ID_RE = re.compile(r"^[0-9a-fA-F]{4}:[0-9a-fA-F]{4}$")
-PCI_ADDRESS_RE = re.compile(r"^([0-9a-fA-F]{4}:)?[0-9a-fA-F]{2}:[0-9a-fA-F]{2}\.[0-7]$")
-MAPPING_NAME_RE = re.compile(r"^[A-Za-z][A-Za-z0-9_-]*$")
+DNS_LABEL_RE = re.compile(r"[a-z0-9]([-a-z0-9]{0,61}[a-z0-9])?")
+DNS_NAME_RE = re.compile(r"(?=.{1,253}\Z)[a-z0-9]([-a-z0-9]{0,61}[a-z0-9])?(\.[a-z0-9]([-a-z0-9]{0,61}[a-z0-9])?)*")
+# A host name as ansible_host may hold it (case-insensitive DNS name).
+HOST_NAME_RE = re.compile(r"(?=.{1,253}\Z)[A-Za-z0-9]([-A-Za-z0-9]{0,61}[A-Za-z0-9])?(\.[A-Za-z0-9]([-A-Za-z0-9]{0,61}[A-Za-z0-9])?)*\.?")
+PCI_ID_RE = re.compile(r"[0-9a-fA-F]{4}:[0-9a-fA-F]{4}")
+PCI_ADDRESS_RE = re.compile(r"([0-9a-fA-F]{4}:)?[0-9a-fA-F]{2}:[0-9a-fA-F]{2}\.[0-7]")
+MAPPING_NAME_RE = re.compile(r"[A-Za-z][A-Za-z0-9_-]*")
 DELIVERY_MODES = ("direct", "fleet")
+VM_PRESETS = ("small", "medium", "large")
+
+# Kubernetes label syntax: an optional DNS-subdomain prefix and '/', a name of at most 63 characters.
+LABEL_NAME_RE = re.compile(r"(?=.{1,63}\Z)[A-Za-z0-9]([-A-Za-z0-9_.]*[A-Za-z0-9])?")
+LABEL_VALUE_RE = re.compile(r"((?=.{1,63}\Z)[A-Za-z0-9]([-A-Za-z0-9_.]*[A-Za-z0-9])?)?")
+TAINT_EFFECTS = ("NoSchedule", "PreferNoSchedule", "NoExecute")
+
+# A path component: no whitespace, no control characters, nothing an exports file or a shell reads.
+PATH_RE = re.compile(r"(/[A-Za-z0-9._+@-]+)+")
+ANY_PATH_RE = re.compile(r"[^\x00-\x1f\x7f]+")
+# Directories that are never a scratch mount point or an NFS export.
+SYSTEM_DIRECTORIES = (
+    "/bin", "/boot", "/dev", "/etc", "/home", "/lib", "/lib32", "/lib64", "/libx32", "/media", "/mnt",
+    "/opt", "/proc", "/root", "/run", "/sbin", "/srv", "/sys", "/tmp", "/usr", "/var", "/var/lib",
+    "/var/log", "/var/tmp", "/var/run", "/var/cache", "/export",
+)
+# Trees nothing may be mounted or exported under.
+SYSTEM_TREES = (
+    "/bin", "/boot", "/dev", "/etc", "/lib", "/lib32", "/lib64", "/libx32", "/proc", "/run", "/sbin",
+    "/sys", "/usr", "/var/lib/rancher", "/var/lib/kubelet", "/var/lib/containerd", "/var/log",
+)
+
+SCRATCH_DEVICE_RE = re.compile(r"/dev/disk/by-(id|path)/[A-Za-z0-9:._+@-]+")
+DURATION_RE = re.compile(r"([0-9]+(\.[0-9]+)?(ns|us|ms|s|m|h))+")
+BATCH_PERCENT_RE = re.compile(r"([1-9][0-9]?|100)%")
+SSH_KEY_RE = re.compile(
+    r"(ssh-(rsa|ed25519|dss)|ecdsa-sha2-nistp(256|384|521)|sk-(ssh-ed25519|ecdsa-sha2-nistp256)@openssh\.com)"
+    r" [A-Za-z0-9+/]+={0,3}( [^\x00-\x1f\x7f]*)?")
+PROXMOX_TOKEN_ID_RE = re.compile(r"[A-Za-z0-9._-]+@[A-Za-z][A-Za-z0-9._-]*![A-Za-z][A-Za-z0-9._-]*")
+PROXMOX_NODE_RE = re.compile(r"[A-Za-z0-9]([-A-Za-z0-9]{0,61}[A-Za-z0-9])?")
+PROXMOX_STORAGE_RE = re.compile(r"[A-Za-z][A-Za-z0-9._-]*[A-Za-z0-9]")
+BRIDGE_RE = re.compile(r"[A-Za-z0-9][A-Za-z0-9_.-]{0,14}")
+COMMAND_RE = re.compile(r"[A-Za-z0-9._/+@-]+")
+IMAGE_RE = re.compile(r"[a-z0-9]([a-z0-9._-]*[a-z0-9])?(:[0-9]+)?(/[a-z0-9]([a-z0-9._-]*[a-z0-9])?)*"
+                      r"(:[A-Za-z0-9_][A-Za-z0-9_.-]{0,127})?(@sha256:[0-9a-f]{64})?")
+VERIFY_IMAGE_KEYS = ("cuda", "vectoradd", "pytorch", "busybox")
+
+# K3s gives every node a /24 of the IPv4 cluster CIDR (a /64 of an IPv6 one).
+NODE_CIDR_MASK = {4: 24, 6: 64}
+# Smallest service CIDR accepted: room for the API service (.1), kube-dns (.10) and ~250 services.
+SERVICE_CIDR_MAX_PREFIX = {4: 24, 6: 120}
+# kube-apiserver refuses a service range with more than 20 host bits.
+SERVICE_CIDR_MAX_HOST_BITS = 20
 
 PROXMOX_HOSTS = "proxmox_hosts"
 CLUSTER = "k3s_cluster"
@@ -32,6 +88,10 @@ SERVERS = "k3s_servers"
 AGENTS = "k3s_agents"
 GPU_WORKERS = "gpu_workers"
 NODE_ROLE_GROUPS = ("gpu_workers", "infra_nodes", "app_nodes")
+CLUSTER_GROUPS = (CLUSTER, SERVERS, AGENTS, *NODE_ROLE_GROUPS)
+CONTRACT_GROUPS = (PROXMOX_HOSTS, "nfs_servers", *CLUSTER_GROUPS)
+LAYOUT = ("all > proxmox_hosts, and all > k3s_cluster > (k3s_servers, k3s_agents > (gpu_workers, infra_nodes, app_nodes)); "
+          "see inventories/homelab/hosts.yml and docs/inventory.md")
 
 # Cluster-wide variables: name -> (required, kind). They are read from the
 # k3s_cluster hosts and must have the same value on all of them.
@@ -44,12 +104,55 @@ CLUSTER_VARIABLES = {
     "gpu_cluster_api_vip": (True, "ip"),
     "gpu_cluster_cluster_cidr": (True, "network"),
     "gpu_cluster_service_cidr": (True, "network"),
+    "gpu_cluster_routed_networks": (False, "network_list"),
     "gpu_cluster_nfs_server": (False, "host"),
-    "gpu_cluster_nfs_path": (False, "abs_path"),
+    "gpu_cluster_nfs_path": (False, "nfs_path"),
     "gpu_cluster_k3s_version": (True, "k3s_version"),
-    "gpu_cluster_gpu_operator_version": (False, "version"),
+    "gpu_cluster_gpu_operator_version": (False, "gpu_operator_version"),
     "gpu_cluster_delivery": (False, "delivery"),
     "gpu_cluster_lab": (False, "bool"),
+    "gpu_cluster_kubeconfig": (False, "file_path"),
+    "gpu_cluster_fleet_dir": (False, "any_path"),
+    "gpu_cluster_scratch_mount": (False, "mount_path"),
+    "gpu_cluster_k3s_agent_batch": (False, "batch"),
+    "gpu_cluster_k3s_drain_timeout": (False, "duration"),
+}
+
+# Variables checked on every host that sets them: name -> kind.
+HOST_VARIABLES = {
+    "ansible_host": "host",
+    "gpu_cluster_node_name": "dns_name",
+    "gpu_cluster_node_labels": "label_list",
+    "gpu_cluster_node_taints": "taint_list",
+    "gpu_cluster_scratch_device": "scratch_device",
+    "gpu_cluster_vm_preset": "vm_preset",
+    "gpu_cluster_preflight": "switch",
+    "gpu_cluster_provision_enabled": "bool",
+    "gpu_cluster_provision_inventory_path": "any_path",
+    "gpu_cluster_provision_ssh_public_keys": "ssh_keys",
+    "gpu_cluster_provision_ssh_timeout": "positive_int",
+    "gpu_cluster_terraform_binary": "command",
+    "gpu_cluster_terraform_dir": "any_path",
+    "gpu_cluster_terraform_plugin_paths": "path_list",
+    "gpu_cluster_proxmox_api_url": "https_url",
+    "gpu_cluster_proxmox_api_token_id": "proxmox_token_id",
+    "gpu_cluster_proxmox_api_token_secret": "secret",
+    "gpu_cluster_proxmox_node": "proxmox_node",
+    "gpu_cluster_proxmox_storage": "proxmox_storage",
+    "gpu_cluster_proxmox_scratch_storage": "proxmox_storage",
+    "gpu_cluster_proxmox_bridge": "bridge",
+    "gpu_cluster_proxmox_validate_certs": "bool",
+    "gpu_cluster_verify_wait_timeout": "positive_int",
+    "gpu_cluster_verify_job_timeout": "positive_int",
+    "gpu_cluster_verify_namespace": "dns_label",
+    "gpu_cluster_verify_images": "verify_images",
+    "gpu_cluster_verify_gpu_resource": "resource_name",
+    "gpu_cluster_verify_smoke_tests": "bool",
+    "gpu_cluster_verify_report_dir": "any_path",
+    "gpu_cluster_verify_render_dir": "any_path",
+    "gpu_cluster_verify_expected": "resource_counts",
+    "gpu_cluster_verify_fast_scratch_class": "dns_name",
+    "gpu_cluster_verify_fast_scratch_node_selector": "label_map",
 }
 
 # Per-host sizes: must be positive integers when set.
@@ -70,9 +173,14 @@ def _is_int(value):
     return isinstance(value, int) and not isinstance(value, bool)
 
 
+def _full(regex, value):
+    """True when value is a string that regex matches entirely (no trailing newline)."""
+    return _is_str(value) and regex.fullmatch(value) is not None
+
+
 def _net(value):
     """An ip_network from a CIDR string, or None when it is not one (host bits must be zero)."""
-    if not _is_str(value) or "/" not in value:
+    if not _is_str(value) or "/" not in value or value != value.strip():
         return None
     try:
         return ipaddress.ip_network(value, strict=True)
@@ -82,7 +190,7 @@ def _net(value):
 
 def _ip(value):
     """An ip_address from a string, or None."""
-    if not _is_str(value):
+    if not _is_str(value) or value != value.strip():
         return None
     try:
         return ipaddress.ip_address(value)
@@ -91,12 +199,36 @@ def _ip(value):
 
 
 def _group(groups, name):
-    return list(groups.get(name) or [])
+    hosts = groups.get(name) if isinstance(groups, dict) else None
+    if not isinstance(hosts, (list, tuple)):
+        return []
+    return [host for host in hosts if _is_str(host)]
+
+
+def _vars(hostvars, host):
+    variables = hostvars.get(host) if isinstance(hostvars, dict) else None
+    return variables if isinstance(variables, dict) else {}
+
+
+def _unique(items):
+    seen = []
+    for item in items:
+        if item not in seen:
+            seen.append(item)
+    return seen
+
+
+def _cluster_hosts(groups):
+    """Every host of a group of the K3s part of the contract, in order, once."""
+    hosts = []
+    for group in CLUSTER_GROUPS:
+        hosts.extend(_group(groups, group))
+    return _unique(hosts)
 
 
 def parse_k3s_version(value):
     """(major, minor, patch, k3s_release) of a K3s release tag like v1.33.5+k3s1, or None."""
-    match = K3S_VERSION_RE.match(value) if _is_str(value) else None
+    match = K3S_VERSION_RE.fullmatch(value) if _is_str(value) else None
     return tuple(int(part) for part in match.groups()) if match else None
 
 
@@ -109,34 +241,197 @@ def node_ip(hostvars_of_host):
 
 
 def _valid_dns_name(value):
-    return _is_str(value) and bool(DNS_NAME_RE.match(value))
+    return _full(DNS_NAME_RE, value)
 
 
-# kind -> (is the value valid?, what to use instead). k3s_version and version have their own checks.
+def _system_path(path):
+    """True when path is / or a system directory, or lies under a system tree."""
+    if path == "/" or path in SYSTEM_DIRECTORIES:
+        return True
+    return any(path.startswith(tree + "/") for tree in SYSTEM_TREES)
+
+
+def _path_advice(value, example, system_ok=False):
+    """None when value is a clean absolute path (no '.', '..', whitespace or control characters)."""
+    if not _is_str(value):
+        return "use an absolute path (like %s)" % example
+    if value == "/":
+        return "'/' is the whole file system; use a directory of its own (like %s)" % example
+    if not _full(PATH_RE, value):
+        return ("use an absolute path of letters, digits and . _ + @ - only, without whitespace, newlines, "
+                "'//' or a trailing '/' (like %s)" % example)
+    if any(part in (".", "..") for part in value.split("/")):
+        return "'.' and '..' are not allowed in the path; write it out (like %s)" % example
+    if not system_ok and _system_path(value):
+        return "%s is a system directory; use a directory of its own (like %s)" % (value, example)
+    return None
+
+
+def _list_of(value, valid):
+    return isinstance(value, list) and all(valid(item) for item in value)
+
+
+def _label_key(value):
+    if not _is_str(value) or value.count("/") > 1:
+        return False
+    prefix, _slash, name = value.rpartition("/")
+    if prefix and not _valid_dns_name(prefix):
+        return False
+    return _full(LABEL_NAME_RE, name)
+
+
+def _label(value):
+    if not _is_str(value) or "=" not in value:
+        return False
+    key, _eq, label_value = value.partition("=")
+    return _label_key(key) and _full(LABEL_VALUE_RE, label_value)
+
+
+def _taint(value):
+    if not _is_str(value) or ":" not in value:
+        return False
+    spec, _colon, effect = value.rpartition(":")
+    if effect not in TAINT_EFFECTS:
+        return False
+    key, eq, taint_value = spec.partition("=")
+    return _label_key(key) and (not eq or _full(LABEL_VALUE_RE, taint_value))
+
+
+def _batch(value):
+    if _is_int(value):
+        return value > 0
+    if _is_str(value):
+        return (value.isdigit() and value == value.strip() and int(value) > 0 and value[0] != "0") or _full(BATCH_PERCENT_RE, value)
+    return isinstance(value, list) and bool(value) and all(not isinstance(item, list) and _batch(item) for item in value)
+
+
+def _duration(value):
+    return _full(DURATION_RE, value) and any(ch in "123456789" for ch in value)
+
+
+def _https_url_advice(value):
+    example = "https://10.0.0.2:8006/api2/json"
+    if not _is_str(value) or not _full(re.compile(r"[^\s\x00-\x1f\x7f]+"), value):
+        return "use an https URL without whitespace (like %s)" % example
+    try:
+        parts = urlsplit(value)
+        port = parts.port
+    except ValueError:
+        port = -1
+        parts = None
+    host = (parts.hostname if parts is not None else None) or ""
+    if port is not None and not 0 < port < 65536:
+        advice = "the port is not a number from 1 to 65535"
+    elif parts.scheme != "https":
+        advice = "the Proxmox API must be reached over https (the token travels with every request)"
+    elif not (_ip(host) is not None or _full(HOST_NAME_RE, host)):
+        advice = "the URL names no valid host"
+    else:
+        return None
+    return "%s; use a URL like %s" % (advice, example)
+
+
+def _image_pinned(value):
+    if not _full(IMAGE_RE, value):
+        return False
+    if "@sha256:" in value:
+        return True
+    tag = value.rsplit("/", 1)[-1]
+    return ":" in tag and tag.rsplit(":", 1)[1] not in UNPINNED
+
+
+def _verify_images_advice(value):
+    if not isinstance(value, dict):
+        return "use a mapping of image name to a pinned image reference (like {cuda: registry.lan/nvidia/cuda:12.4.1-base-ubuntu22.04})"
+    unknown = [key for key in value if key not in VERIFY_IMAGE_KEYS]
+    if unknown:
+        return "unknown image name(s) %s; the names are %s" % (", ".join(repr(key) for key in unknown), ", ".join(VERIFY_IMAGE_KEYS))
+    bad = [key for key in value if not _image_pinned(value[key])]
+    if bad:
+        return "%s: use a pinned image reference with a tag or a digest, never latest (like registry.lan/library/busybox:1.36.1)" % (
+            ", ".join(bad))
+    return None
+
+
+def _resource_name(value):
+    """An extended resource name: a DNS-subdomain prefix, '/', a label name (nvidia.com/gpu)."""
+    return _is_str(value) and "/" in value and _label_key(value)
+
+
+# kind -> (is the value valid?, what to use instead) or a function value -> advice or None.
 KINDS = {
-    "dns_label": (lambda v: _is_str(v) and bool(DNS_LABEL_RE.match(v)),
+    "dns_label": (lambda v: _full(DNS_LABEL_RE, v),
                   "use a DNS label: lowercase letters, digits and '-', at most 63 characters (like homelab)"),
     "dns_name": (_valid_dns_name, "use a lowercase DNS domain (like homelab.lan)"),
     "network": (lambda v: _net(v) is not None,
                 "not a network in CIDR form; use an address with zero host bits and a prefix length (like 10.42.0.0/16)"),
+    "network_list": (lambda v: _list_of(v, lambda item: _net(item) is not None),
+                     "use a list of networks in CIDR form (like [192.168.1.0/24])"),
     "ip": (lambda v: _ip(v) is not None, "not an IP address; use a literal address (like 10.0.0.100)"),
     "ip_list": (lambda v: isinstance(v, list) and bool(v) and all(_ip(item) is not None for item in v),
                 "use a list of IP addresses (like [10.0.0.1])"),
-    "host": (lambda v: _ip(v) is not None or _valid_dns_name(v), "use an IP address or a DNS name (like 10.0.0.30)"),
-    "abs_path": (lambda v: _is_str(v) and v.startswith("/"), "use an absolute path (like /export/k3s)"),
-    "delivery": (lambda v: v in DELIVERY_MODES, "use one of %s" % ", ".join(DELIVERY_MODES)),
+    "host": (lambda v: _ip(v) is not None or _full(HOST_NAME_RE, v), "use an IP address or a DNS name (like 10.0.0.30)"),
+    "nfs_path": lambda v: _path_advice(v, "/export/k3s"),
+    "mount_path": lambda v: _path_advice(v, "/mnt/fast-scratch"),
+    "file_path": (lambda v: _is_str(v) and (v.startswith("/") or v.startswith("~/")) and _full(ANY_PATH_RE, v) and not v.endswith("/"),
+                  "use the absolute path of a file, without newlines (like /home/me/.kube/homelab.yaml)"),
+    "any_path": (lambda v: _full(ANY_PATH_RE, v) and v.strip() == v, "use a path without newlines or other control characters"),
+    "path_list": (lambda v: _list_of(v, lambda item: _full(ANY_PATH_RE, item)), "use a list of paths"),
+    "delivery": (lambda v: _is_str(v) and v in DELIVERY_MODES, "use one of %s" % ", ".join(DELIVERY_MODES)),
+    "vm_preset": (lambda v: _is_str(v) and v in VM_PRESETS, "use one of %s (terraform/proxmox presets)" % ", ".join(VM_PRESETS)),
     "bool": (lambda v: isinstance(v, bool), "use true or false (a YAML boolean, not a string)"),
+    "switch": (lambda v: isinstance(v, bool) or v in ("true", "false"), "use true or false"),
+    "positive_int": (lambda v: _is_int(v) and v > 0, "use a positive integer (seconds)"),
+    "batch": (_batch, "use a positive number of hosts (like 2), a percentage from 1% to 100% (like 50%), or a list of those"),
+    "duration": (_duration, "use a positive duration with a unit, as kubectl reads it (like 600s or 10m)"),
+    "label_list": (lambda v: _list_of(v, _label),
+                   "use a list of Kubernetes labels key=value (key: optional DNS prefix and '/', then at most 63 of "
+                   "letters, digits, '-', '_', '.'; like [example.com/team=ml])"),
+    "taint_list": (lambda v: _list_of(v, _taint),
+                   "use a list of taints key=value:Effect (or key:Effect) with Effect one of %s (like [dedicated=ml:NoSchedule])"
+                   % ", ".join(TAINT_EFFECTS)),
+    "label_map": (lambda v: isinstance(v, dict) and all(_label_key(k) and _full(LABEL_VALUE_RE, val) for k, val in v.items()),
+                  "use a mapping of Kubernetes label keys to string values (like {gpu: \"true\"})"),
+    "scratch_device": (lambda v: _full(SCRATCH_DEVICE_RE, v),
+                       "name the disk by a stable id, like /dev/disk/by-id/virtio-scratch (never /dev/sdX)"),
+    "ssh_keys": (lambda v: _list_of(v, lambda item: _full(SSH_KEY_RE, item)),
+                 "use a list of one-line SSH public keys (like [\"ssh-ed25519 AAAA... me@laptop\"])"),
+    "command": (lambda v: _full(COMMAND_RE, v), "use a command name or path without spaces (like terraform or /usr/local/bin/tofu)"),
+    "https_url": _https_url_advice,
+    "proxmox_token_id": (lambda v: _full(PROXMOX_TOKEN_ID_RE, v), "use user@realm!tokenname (like terraform@pve!gpu-cluster)"),
+    "proxmox_node": (lambda v: _full(PROXMOX_NODE_RE, v), "use the Proxmox node name (letters, digits and '-', like pve1)"),
+    "proxmox_storage": (lambda v: _full(PROXMOX_STORAGE_RE, v), "use a Proxmox storage id (like local-lvm)"),
+    "bridge": (lambda v: _full(BRIDGE_RE, v), "use a Linux bridge name of at most 15 characters (like vmbr0)"),
+    "verify_images": _verify_images_advice,
+    "resource_name": (_resource_name, "use an extended resource name like nvidia.com/gpu"),
+    "resource_counts": (lambda v: isinstance(v, dict) and all(_resource_name(k) and _is_int(n) and n >= 0 for k, n in v.items()),
+                        "use a mapping of extended resource names to counts (like {nvidia.com/mig-1g.10gb: 7})"),
 }
 
 
+def _check_secret(where, name, value):
+    if _is_str(value) and value and _full(re.compile(r"[^\s\x00-\x1f\x7f]+"), value):
+        return []
+    return ["%s: %s is not a one-line string (value not shown); set the token secret, or better export PROXMOX_TOKEN_SECRET" % (where, name)]
+
+
 def _check_kind(where, name, kind, value):
-    """Problems of one value against its kind (see CLUSTER_VARIABLES)."""
-    if kind == "k3s_version":
-        return _check_k3s_version(where, name, value)
-    if kind == "version":
-        return _check_pinned(where, name, value)
-    valid, advice = KINDS[kind]
-    if valid(value):
+    """Problems of one value against its kind (see CLUSTER_VARIABLES and HOST_VARIABLES)."""
+    special = {
+        "k3s_version": _check_k3s_version,
+        "version": _check_pinned,
+        "gpu_operator_version": _check_gpu_operator_version,
+        "secret": _check_secret,
+    }
+    if kind in special:
+        return special[kind](where, name, value)
+    rule = KINDS[kind]
+    if callable(rule):
+        advice = rule(value)
+    else:
+        valid, advice = rule
+        advice = None if valid(value) else advice
+    if advice is None:
         return []
     separator = ", " if advice.startswith("not ") else "; "
     return ["%s: %s is %r%s%s" % (where, name, value, separator, advice)]
@@ -145,8 +440,18 @@ def _check_kind(where, name, kind, value):
 def _check_pinned(where, name, value):
     if _is_str(value) and value.strip().lower() in UNPINNED:
         return ["%s: %s is %r, which is not pinned; pin an exact release (like v1.2.3) so every run installs the same thing" % (where, name, value)]
-    if not _is_str(value) or not SEMVER_RE.match(value):
+    if not _full(SEMVER_RE, value):
         return ["%s: %s is %r; pin an exact release number (like v1.2.3), not a range or channel" % (where, name, value)]
+    return []
+
+
+def _check_gpu_operator_version(where, name, value):
+    problems = _check_pinned(where, name, value)
+    if problems:
+        return problems
+    if value not in GPU_OPERATOR_SUPPORTED_VERSIONS:
+        return ["%s: %s is %r, a GPU Operator release the gpu role does not support; choose one of %s"
+                % (where, name, value, ", ".join(GPU_OPERATOR_SUPPORTED_VERSIONS))]
     return []
 
 
@@ -155,7 +460,7 @@ def _check_k3s_version(where, name, value):
         return ["%s: %s is %r, a channel, not a release; pin a K3s release like v1.33.5+k3s1" % (where, name, value)]
     parsed = parse_k3s_version(value)
     if parsed is None:
-        return ["%s: %s is %r; pin a K3s release tag like v1.33.5+k3s1 (vMAJOR.MINOR.PATCH+k3sN)" % (where, name, value)]
+        return ["%s: %s is %r; pin a K3s release tag like v1.33.5+k3s1 (vMAJOR.MINOR.PATCH+k3sN, no leading zeros)" % (where, name, value)]
     if parsed[:3] < K3S_MIN_VERSION:
         return ["%s: %s is %s, older than the oldest supported v%d.%d.%d; pin v%d.%d.%d+k3s1 or newer" % ((where, name, value) + K3S_MIN_VERSION * 2)]
     return []
@@ -164,21 +469,39 @@ def _check_k3s_version(where, name, value):
 def _cluster_values(groups, hostvars):
     """Cluster-wide values read from the k3s_cluster hosts, plus disagreement problems."""
     problems = []
-    hosts = _group(groups, CLUSTER) or _group(groups, SERVERS)
+    hosts = _cluster_hosts(groups)
     values = {}
     for name in CLUSTER_VARIABLES:
         seen = {}
         for host in hosts:
-            if name in hostvars.get(host, {}):
+            if name in _vars(hostvars, host):
                 seen.setdefault(repr(hostvars[host][name]), []).append(host)
         if len(seen) > 1:
             detail = "; ".join("%s on %s" % (value, ", ".join(on)) for value, on in seen.items())
             problems.append("k3s_cluster: %s differs between hosts (%s); set it once for the whole cluster in group_vars/all" % (name, detail))
         for host in hosts:
-            if name in hostvars.get(host, {}):
+            if name in _vars(hostvars, host):
                 values[name] = hostvars[host][name]
                 break
     return values, problems
+
+
+def _check_layout(groups):
+    """Contract groups outside k3s_cluster, and K3s nodes in neither k3s_servers nor k3s_agents."""
+    problems = []
+    cluster = set(_group(groups, CLUSTER))
+    for group in (SERVERS, AGENTS, *NODE_ROLE_GROUPS):
+        outside = [host for host in _group(groups, group) if host not in cluster]
+        if outside:
+            problems.append(
+                "%s: %s %s not in k3s_cluster; the groups must be nested as %s"
+                % (group, ", ".join(outside), "is" if len(outside) == 1 else "are", LAYOUT))
+    servers_and_agents = set(_group(groups, SERVERS)) | set(_group(groups, AGENTS))
+    for host in _group(groups, CLUSTER):
+        if host not in servers_and_agents:
+            problems.append("%s: is in k3s_cluster but in neither k3s_servers nor k3s_agents; every K3s node is a server or an agent (%s)"
+                            % (host, LAYOUT))
+    return problems
 
 
 def _check_groups(groups):
@@ -201,8 +524,9 @@ def _check_groups(groups):
             problems.append(
                 "%s: is in both k3s_servers and %s; a node is either a server or an agent, so remove it from one group "
                 "(GPU workers must be agents: servers keep etcd and are never drained for GPU driver work)" % (host, " and ".join(roles)))
+    cluster_hosts = set(_cluster_hosts(groups))
     for host in _group(groups, PROXMOX_HOSTS):
-        if host in _group(groups, CLUSTER):
+        if host in cluster_hosts:
             problems.append("%s: is in both proxmox_hosts and k3s_cluster; the Proxmox host runs the VMs and is not a K3s node, remove it from one" % host)
     for index, first in enumerate(NODE_ROLE_GROUPS):
         for second in NODE_ROLE_GROUPS[index + 1:]:
@@ -219,11 +543,11 @@ def _check_groups(groups):
 def _check_names(groups):
     problems = []
     seen = {}
-    for host in _group(groups, CLUSTER):
-        if not DNS_LABEL_RE.match(host):
+    for host in _cluster_hosts(groups):
+        if not _full(DNS_LABEL_RE, host):
             problems.append(
                 "%s: the host name becomes the Kubernetes node name and must be a DNS label "
-                "(lowercase letters, digits and '-'); rename it (like wk-gpu1)" % host)
+                "(lowercase letters, digits and '-'); rename it (like wk-gpu1)" % ascii(host)[1:-1])
         seen.setdefault(host.lower(), []).append(host)
     for hosts in seen.values():
         if len(hosts) > 1:
@@ -233,17 +557,19 @@ def _check_names(groups):
 
 def _check_node_ips(groups, hostvars, network, vip, gateway):
     problems = []
-    cluster = _group(groups, CLUSTER)
+    cluster = set(_cluster_hosts(groups))
     owners = {}
-    for host in _group(groups, "all") or list(hostvars):
-        value = node_ip(hostvars.get(host, {}))
+    everyone = _unique(_group(groups, "all") + _cluster_hosts(groups) + _group(groups, PROXMOX_HOSTS)) or list(hostvars)
+    for host in everyone:
+        variables = _vars(hostvars, host)
+        value = node_ip(variables)
         address = _ip(value)
         if host in cluster:
             if value is None:
                 problems.append("%s: has no node IP; set ansible_host or gpu_cluster_node_ip to its address in gpu_cluster_node_network" % host)
                 continue
             if address is None:
-                source = "gpu_cluster_node_ip" if "gpu_cluster_node_ip" in hostvars.get(host, {}) else "ansible_host"
+                source = "gpu_cluster_node_ip" if "gpu_cluster_node_ip" in variables else "ansible_host"
                 problems.append("%s: node IP %r (from %s) is not an IP address; set gpu_cluster_node_ip to the node's address" % (host, value, source))
                 continue
             if network is not None and address.version == network.version:
@@ -293,6 +619,129 @@ def _check_networks(values):
     return problems, network, vip, gateway
 
 
+def _check_cidr_sizes(groups, values):
+    """The cluster CIDR holds a /24 per node; the service CIDR has room for kube-dns (.10) and the services."""
+    problems = []
+    nodes = len(_cluster_hosts(groups))
+    cluster = _net(values.get("gpu_cluster_cluster_cidr"))
+    if cluster is not None:
+        mask = NODE_CIDR_MASK[cluster.version]
+        holds = 2 ** (mask - cluster.prefixlen) if cluster.prefixlen <= mask else 0
+        if holds < max(nodes, 1):
+            needed = mask - max(nodes - 1, 0).bit_length()
+            problems.append(
+                "gpu_cluster_cluster_cidr %s holds %d node(s): K3s gives each node a /%d of pod addresses, and the inventory has %d node(s); "
+                "use a /%d or larger (the K3s default 10.42.0.0/16 holds 256)" % (cluster, holds, mask, nodes, needed))
+    service = _net(values.get("gpu_cluster_service_cidr"))
+    if service is not None:
+        smallest = SERVICE_CIDR_MAX_PREFIX[service.version]
+        host_bits = service.max_prefixlen - service.prefixlen
+        if service.prefixlen > smallest:
+            problems.append(
+                "gpu_cluster_service_cidr %s has %d address(es); it needs room for the API service (.1), kube-dns (.10) and every "
+                "Service of the cluster: use a /%d or larger (the K3s default is 10.43.0.0/16)" % (service, service.num_addresses, smallest))
+        elif host_bits > SERVICE_CIDR_MAX_HOST_BITS:
+            problems.append(
+                "gpu_cluster_service_cidr %s is too large: kube-apiserver refuses a service range with more than %d host bits; "
+                "use a /%d or smaller (like 10.43.0.0/16)" % (service, SERVICE_CIDR_MAX_HOST_BITS, service.max_prefixlen - SERVICE_CIDR_MAX_HOST_BITS))
+    return problems
+
+
+def _api_url_host(value):
+    """The host of a Proxmox API URL, or None when it cannot be read."""
+    if not _is_str(value):
+        return None
+    try:
+        return urlsplit(value.strip()).hostname
+    except ValueError:
+        return None
+
+
+def _proxmox_addresses(groups, hostvars):
+    """[(label, ip_address)] of the Proxmox hosts (ansible_host) and their API URLs' hosts."""
+    found = []
+    for host in _group(groups, PROXMOX_HOSTS):
+        variables = _vars(hostvars, host)
+        address = _ip(variables.get("ansible_host"))
+        if address is not None:
+            found.append(("%s (proxmox_hosts ansible_host)" % host, "ansible_host", host, address))
+        url_host = _api_url_host(variables.get("gpu_cluster_proxmox_api_url"))
+        address = _ip(url_host) if url_host else None
+        if address is not None:
+            found.append(("%s: gpu_cluster_proxmox_api_url" % host, "gpu_cluster_proxmox_api_url", host, address))
+    return found
+
+
+def _check_addresses(groups, hostvars, values, network, vip):
+    """Every address of the inventory against the others: the VIP is free, servers sit outside the
+    pod and service networks and inside a network the nodes reach (node network or gpu_cluster_routed_networks)."""
+    problems = []
+    routed = [_net(item) for item in values.get("gpu_cluster_routed_networks") or [] if _net(item) is not None] \
+        if isinstance(values.get("gpu_cluster_routed_networks"), list) else []
+    kube_nets = [(name, _net(values.get(name))) for name in ("gpu_cluster_cluster_cidr", "gpu_cluster_service_cidr")]
+    kube_nets = [(name, net) for name, net in kube_nets if net is not None]
+
+    servers = []  # (what, address) of the servers the nodes must reach
+    dns = values.get("gpu_cluster_dns_servers")
+    if isinstance(dns, list):
+        servers.extend(("gpu_cluster_dns_servers entry %s" % address, address) for address in (_ip(item) for item in dns) if address is not None)
+    nfs = _ip(values.get("gpu_cluster_nfs_server"))
+    if nfs is not None:
+        servers.append(("gpu_cluster_nfs_server %s" % nfs, nfs))
+
+    # The VIP must be free: not the Proxmox host, its API, the NFS or a DNS server.
+    if vip is not None:
+        for label, _name, _host, address in _proxmox_addresses(groups, hostvars):
+            if address == vip:
+                problems.append("gpu_cluster_api_vip %s equals the address of %s; the VIP must be a free address, change one of them" % (vip, label))
+        for what, address in servers:
+            if address == vip:
+                problems.append("gpu_cluster_api_vip %s equals %s; the VIP must be a free address, change one of them" % (vip, what))
+
+    def reachable(address):
+        if network is None:  # the node network is wrong or missing: reported already, nothing to judge against
+            return True
+        if address.version == network.version and address in network:
+            return True
+        if any(address.version == net.version and address in net for net in routed):
+            return True
+        return address.is_global
+
+    for what, address in servers:
+        for name, net in kube_nets:
+            if address.version == net.version and address in net:
+                problems.append("%s is inside %s %s, the cluster's own %s network, so no node could reach it; "
+                                "use the server's real address" % (what, name, net, "pod" if name.endswith("cluster_cidr") else "service"))
+                break
+        else:
+            if not reachable(address):
+                problems.append(
+                    "%s is outside gpu_cluster_node_network %s and gpu_cluster_routed_networks (a value left from another network?); "
+                    "use an address in the node network, or list the network the nodes reach it through in gpu_cluster_routed_networks"
+                    % (what, network))
+    for label, name, host, address in _proxmox_addresses(groups, hostvars):
+        if name != "gpu_cluster_proxmox_api_url":
+            for net_name, net in kube_nets:
+                if address.version == net.version and address in net:
+                    problems.append("%s: ansible_host %s is inside %s %s, the cluster's own network; use the Proxmox host's real address"
+                                    % (host, address, net_name, net))
+            continue
+        for net_name, net in kube_nets:
+            if address.version == net.version and address in net:
+                problems.append("%s host %s is inside %s %s; use the Proxmox host's real address" % (label, address, net_name, net))
+        own = _ip(_vars(hostvars, host).get("ansible_host"))
+        if own is not None and own != address and not reachable(address):
+            problems.append(
+                "%s host %s is neither %s's ansible_host %s nor in gpu_cluster_node_network %s or gpu_cluster_routed_networks "
+                "(a value left from another network?); point it at the Proxmox host (like https://%s:8006/api2/json)"
+                % (label, address, host, own, network, own))
+        elif own is None and not reachable(address):
+            problems.append(
+                "%s host %s is outside gpu_cluster_node_network %s and gpu_cluster_routed_networks (a value left from another network?); "
+                "point it at the Proxmox host" % (label, address, network))
+    return problems
+
+
 def _check_cluster_variables(groups, values):
     problems = []
     for name, (required, kind) in CLUSTER_VARIABLES.items():
@@ -302,9 +751,30 @@ def _check_cluster_variables(groups, values):
             continue
         problems.extend(_check_kind("k3s_cluster", name, kind, values[name]))
     if _group(groups, GPU_WORKERS) and values.get("gpu_cluster_gpu_operator_version") is None:
-        problems.append("k3s_cluster: gpu_cluster_gpu_operator_version is not set but gpu_workers has hosts; pin a GPU Operator release (like v25.3.0)")
+        problems.append("k3s_cluster: gpu_cluster_gpu_operator_version is not set but gpu_workers has hosts; pin a GPU Operator release (one of %s)"
+                        % ", ".join(GPU_OPERATOR_SUPPORTED_VERSIONS))
     if ("gpu_cluster_nfs_server" in values) != ("gpu_cluster_nfs_path" in values):
         problems.append("k3s_cluster: set both gpu_cluster_nfs_server and gpu_cluster_nfs_path, or neither")
+    if values.get("gpu_cluster_delivery") == "fleet" and not values.get("gpu_cluster_fleet_dir"):
+        problems.append("k3s_cluster: gpu_cluster_delivery is fleet but gpu_cluster_fleet_dir is not set; set it to the root of your Fleet repository")
+    return problems
+
+
+def _where(hosts):
+    return hosts[0] if len(hosts) == 1 else "%s (and %d other host(s))" % (hosts[0], len(hosts) - 1)
+
+
+def _check_host_variables(hostvars, hosts):
+    """HOST_VARIABLES on every host that sets them; one message per distinct bad value."""
+    problems = []
+    for name, kind in HOST_VARIABLES.items():
+        by_value = {}
+        for host in hosts:
+            variables = _vars(hostvars, host)
+            if name in variables and not (name == "ansible_host" and variables[name] is None):
+                by_value.setdefault(repr(variables[name]), (variables[name], []))[1].append(host)
+        for value, on in by_value.values():
+            problems.extend(_check_kind(_where(on), name, kind, value))
     return problems
 
 
@@ -313,8 +783,9 @@ def _check_versions_elsewhere(hostvars, hosts):
     problems = []
     reported = set()
     for host in hosts:
-        for name, value in hostvars.get(host, {}).items():
-            if name.startswith("gpu_cluster_") and name.endswith("_version") and name not in CLUSTER_VARIABLES and name not in reported:
+        for name, value in _vars(hostvars, host).items():
+            if (_is_str(name) and name.startswith("gpu_cluster_") and name.endswith("_version") and name not in CLUSTER_VARIABLES
+                    and name not in reported):
                 found = _check_pinned(host, name, value)
                 if found:
                     reported.add(name)
@@ -325,57 +796,71 @@ def _check_versions_elsewhere(hostvars, hosts):
 def _check_sizes(hostvars, hosts):
     problems = []
     for host in hosts:
+        variables = _vars(hostvars, host)
         for name in POSITIVE_INT_VARIABLES:
-            if name in hostvars.get(host, {}):
-                value = hostvars[host][name]
+            if name in variables:
+                value = variables[name]
                 if not _is_int(value) or value <= 0:
                     problems.append("%s: %s is %r; use a positive integer" % (host, name, value))
     return problems
 
 
+def _check_pci_ids(host, ids):
+    problems = []
+    if not isinstance(ids, list):
+        return ["%s: gpu_cluster_gpu_pci_ids is %r; use a list of vendor:device ids like [\"10de:20b5\"]" % (host, ids)]
+    for pci_id in ids:
+        if not _full(PCI_ID_RE, pci_id):
+            problems.append(
+                "%s: gpu_cluster_gpu_pci_ids entry %r is not in vvvv:dddd form (4 hex digits vendor, ':', 4 hex digits device, "
+                "like 10de:20b5 from `lspci -nn`); fix it" % (host, pci_id))
+    if len({str(i).lower() for i in ids}) != len(ids):
+        problems.append("%s: gpu_cluster_gpu_pci_ids lists an id twice; list each vendor:device id once" % host)
+    return problems
+
+
 def _check_proxmox_hosts(groups, hostvars):
-    """PCI ids and PCI devices of every Proxmox host; returns (problems, {device name: address})."""
+    """PCI ids and PCI devices of every Proxmox host; returns (problems, {device name: address}).
+
+    Device names are Proxmox mapping ids, unique across the whole inventory (GPU workers name them);
+    addresses are unique per Proxmox host (two hosts may each have a card at 0000:17:00.0).
+    """
     problems = []
     devices = {}
-    addresses = {}
     for host in _group(groups, PROXMOX_HOSTS):
-        variables = hostvars.get(host, {})
+        variables = _vars(hostvars, host)
         ids = variables.get("gpu_cluster_gpu_pci_ids")
         if ids is not None:
-            if not isinstance(ids, list):
-                problems.append("%s: gpu_cluster_gpu_pci_ids is %r; use a list of vendor:device ids like [\"10de:20b5\"]" % (host, ids))
-            else:
-                for pci_id in ids:
-                    if not _is_str(pci_id) or not PCI_ID_RE.match(pci_id):
-                        problems.append(
-                            "%s: gpu_cluster_gpu_pci_ids entry %r is not in vvvv:dddd form (4 hex digits vendor, ':', 4 hex digits device, "
-                            "like 10de:20b5 from `lspci -nn`); fix it" % (host, pci_id))
-                if len({str(i).lower() for i in ids}) != len(ids):
-                    problems.append("%s: gpu_cluster_gpu_pci_ids lists an id twice; list each vendor:device id once" % host)
+            problems.extend(_check_pci_ids(host, ids))
         listed = variables.get("gpu_cluster_gpu_pci_devices")
         if listed is None:
             continue
         if not isinstance(listed, list):
             problems.append("%s: gpu_cluster_gpu_pci_devices is %r; use a list of {name: ..., address: ...}" % (host, listed))
             continue
+        addresses = {}
         for device in listed:
             if not isinstance(device, dict) or "name" not in device or "address" not in device:
                 problems.append(
                     "%s: gpu_cluster_gpu_pci_devices entry %r needs a name and an address (like {name: a100-0, address: \"0000:17:00.0\"})" % (host, device))
                 continue
             name, address = device["name"], device["address"]
-            if not _is_str(name) or not MAPPING_NAME_RE.match(name):
+            name_ok = _full(MAPPING_NAME_RE, name)
+            if not name_ok:
                 problems.append(
                     "%s: gpu_cluster_gpu_pci_devices name %r is not a valid Proxmox mapping id; start with a letter, then letters, digits, '-' or '_'"
                     % (host, name))
-            if not _is_str(address) or not PCI_ADDRESS_RE.match(address):
+            if not _full(PCI_ADDRESS_RE, address):
                 problems.append(
                     "%s: gpu_cluster_gpu_pci_devices %s address %r is not a PCI address; use domain:bus:slot.function like 0000:17:00.0 (from `lspci -D`)"
-                    % (host, name, address))
+                    % (host, name if _is_str(name) else repr(name), address))
+                continue
+            if not name_ok:
+                continue
             if name in devices:
                 problems.append("%s: PCI device name %s is declared twice in gpu_cluster_gpu_pci_devices; names must be unique" % (host, name))
             devices[name] = address
-            key = str(address).lower()
+            key = address.lower()
             if len(key) == 7:
                 key = "0000:" + key
             if key in addresses:
@@ -388,7 +873,7 @@ def _check_gpu_workers(groups, hostvars, devices):
     problems = []
     assigned = {}
     for host in _group(groups, GPU_WORKERS):
-        variables = hostvars.get(host, {})
+        variables = _vars(hostvars, host)
         count = variables.get("gpu_cluster_gpu_count")
         count_ok = _is_int(count) and count > 0
         if count is None:
@@ -398,7 +883,7 @@ def _check_gpu_workers(groups, hostvars, devices):
         model = variables.get("gpu_cluster_gpu_model")
         if model is None:
             problems.append("%s: gpu_cluster_gpu_model is not set; set the model nvidia-smi reports (like NVIDIA A100 80GB PCIe)" % host)
-        elif not _is_str(model) or not model.strip():
+        elif not _full(re.compile(r"[^\x00-\x1f\x7f]+"), model) or not model.strip():
             problems.append("%s: gpu_cluster_gpu_model is %r; use the model name nvidia-smi reports (like NVIDIA A100 80GB PCIe)" % (host, model))
         mappings = variables.get("gpu_cluster_gpu_pci_mappings")
         if mappings is None:
@@ -407,7 +892,7 @@ def _check_gpu_workers(groups, hostvars, devices):
             problems.append("%s: gpu_cluster_gpu_pci_mappings is %r; use a list of PCI device names from gpu_cluster_gpu_pci_devices" % (host, mappings))
             continue
         for name in mappings:
-            if name not in devices:
+            if not _is_str(name) or name not in devices:
                 known = ", ".join(sorted(devices)) or "none declared"
                 problems.append(
                     "%s: gpu_cluster_gpu_pci_mappings names %r, which no Proxmox host declares in gpu_cluster_gpu_pci_devices (%s); "
@@ -424,25 +909,123 @@ def _check_gpu_workers(groups, hostvars, devices):
     return problems
 
 
-def inventory_problems(groups, hostvars):
+def _present_only(spec):
+    """An option spec for values that are set: no defaults, nothing required at the top level."""
+    return dict((key, value) for key, value in spec.items() if key not in ("default", "required", "description"))
+
+
+def _check_role_variables(hostvars, hosts, role_specs):
+    """Role variables set in the inventory against the role's meta/argument_specs.yml, as the role
+    itself validates them when it starts (types, choices, elements), but before any host is touched.
+
+    ``role_specs`` maps role name -> {option name: option spec}. One message per distinct error.
+    """
+    problems = []
+    for role in sorted(role_specs or {}):
+        options = role_specs[role]
+        if not isinstance(options, dict):
+            continue
+        errors = {}
+        for host in hosts:
+            params = dict((name, value) for name, value in _vars(hostvars, host).items() if name in options)
+            if not params:
+                continue
+            spec = dict((name, _present_only(options[name])) for name in params if isinstance(options[name], dict))
+            result = ArgumentSpecValidator(spec).validate(params)
+            secrets = [str(params[name]) for name in spec if spec[name].get("no_log") and str(params[name])]
+            for error in result.error_messages:
+                masked = error
+                for secret in secrets:
+                    masked = masked.replace(secret, "********")
+                errors.setdefault(masked, []).append(host)
+        for message, on in errors.items():
+            problems.append("%s: role %s: %s; fix the value in the inventory (roles/%s/README.md lists the variables)"
+                            % (_where(on), role, message, role))
+    return problems
+
+
+def _guarded(check, *args):
+    """Run one check; an unexpected exception becomes a message (preflight never shows a traceback)."""
+    try:
+        return check(*args)
+    except Exception as exc:  # pylint: disable=broad-except
+        return ["preflight: the check %s could not read this inventory (%s: %s); fix the value it names or report this"
+                % (check.__name__.lstrip("_"), type(exc).__name__, exc)]
+
+
+def _plain(groups, hostvars):
+    groups = groups if isinstance(groups, dict) else {}
+    hostvars = hostvars if isinstance(hostvars, dict) else {}
+    return groups, hostvars
+
+
+def inventory_problems(groups, hostvars, role_specs=None):
     """Every problem of an inventory, one message each (empty list: the inventory is sound).
 
     ``groups`` maps group name -> list of host names (Ansible's ``groups``);
-    ``hostvars`` maps host name -> dict of that host's variables.
+    ``hostvars`` maps host name -> dict of that host's variables;
+    ``role_specs`` (optional) maps role name -> its argument spec options, to check the role
+    variables the inventory sets (the filter reads them from roles/*/meta/argument_specs.yml).
     """
+    groups, hostvars = _plain(groups, hostvars)
     problems = []
-    problems.extend(_check_groups(groups))
-    problems.extend(_check_names(groups))
+    problems.extend(_guarded(_check_layout, groups))
+    problems.extend(_guarded(_check_groups, groups))
+    problems.extend(_guarded(_check_names, groups))
     values, differ = _cluster_values(groups, hostvars)
     problems.extend(differ)
-    problems.extend(_check_cluster_variables(groups, values))
-    network_problems, network, vip, gateway = _check_networks(values)
+    problems.extend(_guarded(_check_cluster_variables, groups, values))
+    try:
+        network_problems, network, vip, gateway = _check_networks(values)
+    except Exception as exc:  # pylint: disable=broad-except
+        network_problems, network, vip, gateway = ["preflight: the network checks failed (%s: %s)" % (type(exc).__name__, exc)], None, None, None
     problems.extend(network_problems)
-    problems.extend(_check_node_ips(groups, hostvars, network, vip, gateway))
-    everyone = _group(groups, "all") or list(hostvars)
-    problems.extend(_check_sizes(hostvars, everyone))
-    problems.extend(_check_versions_elsewhere(hostvars, everyone))
-    proxmox_problems, devices = _check_proxmox_hosts(groups, hostvars)
+    problems.extend(_guarded(_check_cidr_sizes, groups, values))
+    problems.extend(_guarded(_check_node_ips, groups, hostvars, network, vip, gateway))
+    problems.extend(_guarded(_check_addresses, groups, hostvars, values, network, vip))
+    everyone = _unique(_group(groups, "all") + _cluster_hosts(groups) + _group(groups, PROXMOX_HOSTS)) or [h for h in hostvars if _is_str(h)]
+    problems.extend(_guarded(_check_host_variables, hostvars, everyone))
+    problems.extend(_guarded(_check_sizes, hostvars, everyone))
+    problems.extend(_guarded(_check_versions_elsewhere, hostvars, everyone))
+    problems.extend(_guarded(_check_role_variables, hostvars, everyone, role_specs))
+    try:
+        proxmox_problems, devices = _check_proxmox_hosts(groups, hostvars)
+    except Exception as exc:  # pylint: disable=broad-except
+        proxmox_problems, devices = ["preflight: the PCI checks failed (%s: %s)" % (type(exc).__name__, exc)], {}
     problems.extend(proxmox_problems)
-    problems.extend(_check_gpu_workers(groups, hostvars, devices))
+    problems.extend(_guarded(_check_gpu_workers, groups, hostvars, devices))
     return problems
+
+
+# ansible_connection values under which ansible_host is a network name of the machine.
+NETWORK_CONNECTIONS = (None, "ssh", "ansible.builtin.ssh", "paramiko", "paramiko_ssh", "ansible.builtin.paramiko_ssh", "smart")
+
+
+def inventory_warnings(groups, hostvars):
+    """What is allowed but probably wrong, one message each: printed by preflight, never fatal.
+
+    - a K3s node whose ``ansible_host`` is a DNS name whose first label is not the inventory name
+      (k3s registers the node under its inventory name; the name suggests another machine);
+    - a host in no group of the contract (no phase touches it).
+    """
+    groups, hostvars = _plain(groups, hostvars)
+    warnings = []
+    for host in _cluster_hosts(groups):
+        variables = _vars(hostvars, host)
+        if variables.get("ansible_connection") not in NETWORK_CONNECTIONS:
+            continue
+        name = variables.get("ansible_host")
+        if not _is_str(name) or _ip(name) is not None or not _full(HOST_NAME_RE, name):
+            continue
+        first = name.rstrip(".").split(".")[0].lower()
+        if first != host.lower():
+            warnings.append(
+                "%s: ansible_host %s names a machine called %s, but the Kubernetes node is registered as %s (the inventory name); "
+                "check that ansible_host points at the VM you mean, or rename the host to %s" % (host, name, first, host, first))
+    contract = set()
+    for group in CONTRACT_GROUPS:
+        contract.update(_group(groups, group))
+    for host in _group(groups, "all"):
+        if host not in contract and host != "localhost":
+            warnings.append("%s: is in no group of the contract (%s), so no phase uses it; %s" % (host, ", ".join(CONTRACT_GROUPS), LAYOUT))
+    return warnings

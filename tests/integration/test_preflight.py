@@ -1,6 +1,6 @@
 """playbooks/preflight.yml for real: every bad inventory in preflight_cases.yml
-fails with its own message, the homelab inventory passes, and no host but
-localhost is ever touched.
+fails with its own message, the homelab inventory and the valid layouts of the
+table (``passes: true``) pass, and no host but localhost is ever touched.
 
 Each case is the homelab inventory copied to a temporary directory with the
 case's patch applied (a JSON merge patch per file), then
@@ -26,6 +26,8 @@ HOMELAB = REPO / "inventories" / "homelab"
 CASES = yaml.safe_load((Path(__file__).parent / "preflight_cases.yml").read_text())
 ANSIBLE_PLAYBOOK = shutil.which("ansible-playbook") or str(REPO / ".venv" / "bin" / "ansible-playbook")
 GOOD = "homelab"
+BAD = [case for case in CASES if not case.get("passes")]
+VALID = [case for case in CASES if case.get("passes")]
 
 
 def merge_patch(target, patch):
@@ -53,7 +55,7 @@ def materialise(patch: dict, dest: Path) -> Path:
     return inventory
 
 
-def run_preflight(inventory: Path, playbook: str = "playbooks/preflight.yml") -> subprocess.CompletedProcess:
+def run_preflight(inventory: Path, playbook: str = "playbooks/preflight.yml", *args: str) -> subprocess.CompletedProcess:
     env = dict(
         os.environ,
         ANSIBLE_CONFIG=str(REPO / "ansible.cfg"),
@@ -64,7 +66,7 @@ def run_preflight(inventory: Path, playbook: str = "playbooks/preflight.yml") ->
         ANSIBLE_STDOUT_CALLBACK="default",
     )
     return subprocess.run(
-        [ANSIBLE_PLAYBOOK, playbook, "-i", str(inventory)],
+        [ANSIBLE_PLAYBOOK, playbook, "-i", str(inventory), *args],
         cwd=REPO, env=env, capture_output=True, text=True, timeout=180, check=False,
     )
 
@@ -89,7 +91,8 @@ def recap_hosts(output: str) -> list[str]:
 def test_table_is_large_and_distinct():
     ids = [case["id"] for case in CASES]
     messages = [case["message"] for case in CASES]
-    assert len(CASES) >= 15
+    assert len(BAD) >= 15
+    assert VALID, "the table keeps valid layouts (passes: true) too"
     assert len(set(ids)) == len(ids), "case ids must be unique"
     assert len(set(messages)) == len(messages), "each case must have its own message"
 
@@ -103,10 +106,21 @@ def test_homelab_inventory_passes(results):
     output = result.stdout + result.stderr
     assert result.returncode == 0, output
     assert "Inventory OK: cluster homelab, 3 server(s), 4 agent(s) (4 GPU worker(s)), 1 Proxmox host(s)" in output
+    assert "WARNING" not in output, output
     assert recap_hosts(output) == ["localhost"]
 
 
-@pytest.mark.parametrize("case", CASES, ids=[case["id"] for case in CASES])
+@pytest.mark.parametrize("case", VALID, ids=[case["id"] for case in VALID])
+def test_valid_layout_passes(results, case):
+    result = results[case["id"]]
+    output = result.stdout + result.stderr
+    assert result.returncode == 0, f"preflight refused the valid layout {case['id']}:\n{output}"
+    assert "Inventory OK" in output, output
+    assert case["message"] in output, f"expected {case['message']!r} in:\n{output}"
+    assert recap_hosts(output) == ["localhost"], output
+
+
+@pytest.mark.parametrize("case", BAD, ids=[case["id"] for case in BAD])
 def test_bad_inventory_fails_with_its_message(results, case):
     result = results[case["id"]]
     output = result.stdout + result.stderr
@@ -127,3 +141,37 @@ def test_site_stops_after_a_failed_preflight(tmp_path):
     assert case["message"] in output
     assert re.findall(r"^PLAY \[([^\]]+)\]", output, re.M) == ["Preflight"], output
     assert recap_hosts(output) == ["localhost"]
+
+
+PHASE_PLAYBOOKS = ["proxmox_host", "provision", "k3s", "storage", "gpu", "apps", "verify",
+                   "upgrade", "reset", "add_node", "etcd_snapshot", "render"]
+
+
+@pytest.fixture(scope="module")
+def phase_results(tmp_path_factory) -> dict:
+    """Every phase and day-2 playbook run on the two-server inventory, in parallel."""
+    case = next(case for case in CASES if case["id"] == "two_servers")
+    inventory = materialise(case["patch"], tmp_path_factory.mktemp("phases"))
+    with ThreadPoolExecutor(max_workers=max(2, min(6, (os.cpu_count() or 2) * 2))) as pool:
+        futures = {name: pool.submit(run_preflight, inventory, f"playbooks/{name}.yml") for name in PHASE_PLAYBOOKS}
+        return {name: future.result() for name, future in futures.items()}, case["message"]
+
+
+@pytest.mark.parametrize("name", PHASE_PLAYBOOKS)
+def test_every_phase_playbook_runs_preflight_first(phase_results, name):
+    """Each phase playbook imports preflight first: a bad inventory stops it before any host is touched."""
+    results, message = phase_results
+    output = results[name].stdout + results[name].stderr
+    assert results[name].returncode != 0, output
+    assert message in output, output
+    assert re.findall(r"^PLAY \[([^\]]+)\]", output, re.M) == ["Preflight"], output
+    assert recap_hosts(output) == ["localhost"], output
+
+
+def test_site_checks_the_inventory_once(tmp_path):
+    """site.yml imports preflight and every phase imports it again: the inventory is checked once per run."""
+    result = run_preflight(materialise({}, tmp_path), "playbooks/site.yml", "--tags", "preflight")
+    output = result.stdout + result.stderr
+    assert output.count("Inventory OK:") == 1, output
+    assert output.count("TASK [Collect the inventory's problems and warnings]") == 1, output
+    assert "UNREACHABLE" not in output

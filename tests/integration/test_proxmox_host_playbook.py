@@ -15,9 +15,19 @@ REPO = Path(__file__).resolve().parents[2]
 ANSIBLE_PLAYBOOK = shutil.which("ansible-playbook") or str(REPO / ".venv" / "bin" / "ansible-playbook")
 
 
+# The rest of a valid inventory (preflight runs first); the phase touches only proxmox_hosts.
+CLUSTER_VARS = {
+    "gpu_cluster_name": "pvetest", "gpu_cluster_node_network": "10.0.0.0/24", "gpu_cluster_gateway": "10.0.0.1",
+    "gpu_cluster_api_vip": "10.0.0.100", "gpu_cluster_cluster_cidr": "10.42.0.0/16", "gpu_cluster_service_cidr": "10.43.0.0/16",
+    "gpu_cluster_k3s_version": "v1.33.5+k3s1",
+}
+
+
 def run(tmp_path, host_vars):
-    inventory = {"all": {"children": {"proxmox_hosts": {"hosts": {"pvetest": dict(
-        ansible_connection="local", ansible_python_interpreter=sys.executable, ansible_become=False, **host_vars)}}}}}
+    inventory = {"all": {"vars": CLUSTER_VARS, "children": {
+        "proxmox_hosts": {"hosts": {"pvetest": dict(
+            ansible_connection="local", ansible_python_interpreter=sys.executable, ansible_become=False, **host_vars)}},
+        "k3s_cluster": {"children": {"k3s_servers": {"hosts": {"cp1": {"ansible_host": "10.0.0.11"}}}}}}}}
     (tmp_path / "hosts.yml").write_text(yaml.safe_dump(inventory))
     env = {k: v for k, v in os.environ.items() if not k.startswith("PROXMOX_")}
     env.update(ANSIBLE_CONFIG=str(REPO / "ansible.cfg"), ANSIBLE_INJECT_FACT_VARS="false", ANSIBLE_NOCOLOR="1")

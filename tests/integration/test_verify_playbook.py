@@ -18,11 +18,19 @@ REPO = Path(__file__).resolve().parents[2]
 
 def run_verify(tmp_path, lab):
     inventory = tmp_path / "hosts.yml"
+    # A valid inventory (preflight runs first): one server that verify never contacts (no kubeconfig),
+    # and the GPU worker on this machine.
     inventory.write_text(
-        "all:\n  children:\n    k3s_cluster:\n      children:\n        k3s_servers:\n          hosts: {}\n"
+        "all:\n  vars:\n    gpu_cluster_node_network: 10.0.0.0/24\n    gpu_cluster_gateway: 10.0.0.1\n"
+        "    gpu_cluster_api_vip: 10.0.0.100\n    gpu_cluster_cluster_cidr: 10.42.0.0/16\n"
+        "    gpu_cluster_service_cidr: 10.43.0.0/16\n    gpu_cluster_k3s_version: v1.33.5+k3s1\n"
+        "    gpu_cluster_gpu_operator_version: v26.7.0\n"
+        "  children:\n    k3s_cluster:\n      children:\n        k3s_servers:\n"
+        "          hosts:\n            cp1: {ansible_host: 10.0.0.11}\n"
         "        k3s_agents:\n          children:\n            gpu_workers:\n              hosts:\n"
         f"                wk-local:\n                  ansible_connection: local\n"
         f"                  ansible_python_interpreter: {sys.executable}\n"
+        "                  gpu_cluster_node_ip: 10.0.0.21\n"
         "                  gpu_cluster_gpu_count: 2\n                  gpu_cluster_gpu_model: NVIDIA A100 80GB PCIe\n")
     env = dict(os.environ, ANSIBLE_CONFIG=str(REPO / "ansible.cfg"),
                ANSIBLE_COLLECTIONS_PATH=str(REPO / "collections"), ANSIBLE_INJECT_FACT_VARS="false",

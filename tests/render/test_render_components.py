@@ -50,8 +50,10 @@ def rendered(tmp_path_factory):
     jobs = {
         "homelab": (HOMELAB,),
         "cpu_only": (CPU_ONLY,),
-        # The seed's operator on a k3s older than containerd 2.
-        "legacy": (HOMELAB, "gpu_cluster_gpu_operator_version=v25.10.1", "gpu_cluster_k3s_version=v1.30.9+k3s1"),
+        # The seed's operator on a k3s older than containerd 2. Preflight refuses a k3s older than
+        # v1.31.6, so it is skipped for this render: the test is of the legacy toolkit settings.
+        "legacy": (HOMELAB, "gpu_cluster_gpu_operator_version=v25.10.1", "gpu_cluster_k3s_version=v1.30.9+k3s1",
+                   "gpu_cluster_preflight=false"),
     }
     outs = {name: tmp_path_factory.mktemp(name) for name in jobs}
     procs = {name: start_render(outs[name], *args) for name, args in jobs.items()}

@@ -1,6 +1,6 @@
-"""The inventory_problems filter: reads only ansible_host and gpu_cluster_*
-from hostvars, turns templating errors into a filter error naming the host and
-variable, and refuses inputs that are not mappings."""
+"""The inventory_problems and inventory_warnings filters: read only ansible_host,
+ansible_connection and gpu_cluster_* from hostvars, turn templating errors into
+problems naming the host and variable, and refuse inputs that are not mappings."""
 
 from __future__ import annotations
 
@@ -8,7 +8,8 @@ from collections.abc import Mapping
 
 import pytest
 from ansible.errors import AnsibleError, AnsibleFilterError
-from ansible_collections.cps.gpu_cluster.plugins.filter.inventory_problems import FilterModule, inventory_problems
+from ansible_collections.cps.gpu_cluster.plugins.filter.inventory_problems import FilterModule, inventory_problems, inventory_warnings, role_specs
+from jinja2 import Undefined
 
 
 class LazyHostVars(Mapping):
@@ -56,10 +57,30 @@ def test_only_collection_variables_are_read():
     assert inventory_problems(GROUPS, {"cp1": LazyHostVars(broken)}) == []
 
 
-def test_templating_error_names_host_and_variable():
-    broken = dict(CP1, gpu_cluster_name=AnsibleError("'undefined_thing' is undefined"))
-    with pytest.raises(AnsibleFilterError, match="cp1: gpu_cluster_name cannot be templated"):
-        inventory_problems(GROUPS, {"cp1": LazyHostVars(broken)})
+def test_templating_error_is_a_problem_naming_host_and_variable():
+    broken = dict(CP1, gpu_cluster_kubeconfig=AnsibleError("'undefined_thing' is undefined"))
+    problems = inventory_problems(GROUPS, {"cp1": LazyHostVars(broken)})
+    assert len(problems) == 1
+    assert problems[0].startswith("cp1: gpu_cluster_kubeconfig cannot be templated on the control node ('undefined_thing' is undefined)")
+
+
+def test_undefined_value_is_a_problem_not_a_crash():
+    """ansible-core 2.19 hands a failed template over as an Undefined marker, also inside lists."""
+    broken = dict(CP1, gpu_cluster_kubeconfig=Undefined(name="gpu_cluster_name"),
+                  gpu_cluster_dns_servers=["10.0.0.1", Undefined(name="dns2")])
+    problems = inventory_problems(GROUPS, {"cp1": LazyHostVars(broken)})
+    assert len(problems) == 2, problems
+    assert all("cannot be templated on the control node" in problem for problem in problems)
+
+
+def test_warnings_filter_is_registered_and_reads_ansible_host():
+    assert FilterModule().filters()["inventory_warnings"] is inventory_warnings
+    renamed = dict(CP1, ansible_host="old-vm.lan", gpu_cluster_node_ip="10.0.0.11")
+    warnings = inventory_warnings(GROUPS, {"cp1": LazyHostVars(renamed)})
+    assert warnings == [
+        "cp1: ansible_host old-vm.lan names a machine called old-vm, but the Kubernetes node is registered as cp1 (the inventory name); "
+        "check that ansible_host points at the VM you mean, or rename the host to old-vm"]
+    assert inventory_warnings(GROUPS, {"cp1": LazyHostVars(dict(renamed, ansible_connection="containers.podman.podman"))}) == []
 
 
 def test_problems_come_through():
@@ -74,3 +95,17 @@ def test_problems_come_through():
 def test_refuses_non_mappings(groups, hostvars, needle):
     with pytest.raises(AnsibleFilterError, match=needle):
         inventory_problems(groups, hostvars)
+
+
+def test_role_variables_are_checked_against_the_real_argument_specs():
+    specs = role_specs()
+    assert "k3s_node_ready_timeout" in specs["k3s_node"]
+    assert "gpu_operator_supported_versions" in specs["gpu_operator"]
+    problems = inventory_problems(GROUPS, {"cp1": LazyHostVars(dict(CP1, k3s_node_ready_timeout="soon"))})
+    assert len(problems) == 1
+    assert problems[0].startswith("cp1: role k3s_node: argument 'k3s_node_ready_timeout' is of type")
+
+
+def test_role_variable_built_from_facts_is_left_to_the_role():
+    broken = dict(CP1, k3s_node_flannel_iface=Undefined(name="ansible_facts"))
+    assert inventory_problems(GROUPS, {"cp1": LazyHostVars(broken)}) == []

@@ -4,8 +4,11 @@ inventory built in Python (groups + hostvars as Ansible would give them)."""
 from __future__ import annotations
 
 import copy
+from pathlib import Path
 
 import pytest
+import yaml
+from ansible_collections.cps.gpu_cluster.plugins.module_utils import components
 from ansible_collections.cps.gpu_cluster.plugins.module_utils import inventory_checks as ic
 
 CLUSTER_VARS = {
@@ -107,6 +110,7 @@ def test_server_count_must_be_odd(servers, needle):
 def test_every_problem_is_reported_not_only_the_first():
     def change(groups, hostvars):
         groups["k3s_servers"] = ["cp1", "cp2"]
+        groups["k3s_cluster"].remove("cp3")
         set_all(hostvars, "gpu_cluster_k3s_version", "latest")
         hostvars["wk-gpu1"]["gpu_cluster_gpu_count"] = 0
     problems = problems_after(change)
@@ -383,3 +387,446 @@ def test_empty_inventory_says_what_is_missing():
     problems = ic.inventory_problems({"all": [], "ungrouped": []}, {})
     one(problems, "k3s_servers: the group is empty")
     one(problems, "k3s_cluster: gpu_cluster_name is not set")
+
+
+# --- issue 10, section 2: addresses against each other
+
+@pytest.mark.parametrize("change,needle", [
+    (lambda g, h: set_all(h, "gpu_cluster_api_vip", "10.0.0.2"), "gpu_cluster_api_vip 10.0.0.2 equals the address of pve1 (proxmox_hosts ansible_host)"),
+    (lambda g, h: set_all(h, "gpu_cluster_api_vip", "10.0.0.30"), "gpu_cluster_api_vip 10.0.0.30 equals gpu_cluster_nfs_server 10.0.0.30"),
+    (lambda g, h: set_all(h, "gpu_cluster_dns_servers", ["10.0.0.100"]), "gpu_cluster_api_vip 10.0.0.100 equals gpu_cluster_dns_servers entry 10.0.0.100"),
+    (lambda g, h: h["pve1"].update(gpu_cluster_proxmox_api_url="https://10.0.0.100:8006/api2/json"),
+     "gpu_cluster_api_vip 10.0.0.100 equals the address of pve1: gpu_cluster_proxmox_api_url"),
+])
+def test_vip_is_a_free_address(change, needle):
+    one(problems_after(change), needle)
+
+
+@pytest.mark.parametrize("name,value,needle", [
+    ("gpu_cluster_nfs_server", "10.42.3.4", "gpu_cluster_nfs_server 10.42.3.4 is inside gpu_cluster_cluster_cidr 10.42.0.0/16"),
+    ("gpu_cluster_nfs_server", "10.43.0.30", "gpu_cluster_nfs_server 10.43.0.30 is inside gpu_cluster_service_cidr 10.43.0.0/16"),
+    ("gpu_cluster_dns_servers", ["10.0.0.1", "10.43.0.10"], "gpu_cluster_dns_servers entry 10.43.0.10 is inside gpu_cluster_service_cidr"),
+    ("gpu_cluster_dns_servers", ["10.42.0.1"], "gpu_cluster_dns_servers entry 10.42.0.1 is inside gpu_cluster_cluster_cidr"),
+])
+def test_servers_are_outside_the_pod_and_service_networks(name, value, needle):
+    one(problems_after(lambda g, h: set_all(h, name, value)), needle)
+
+
+@pytest.mark.parametrize("name,value,needle", [
+    ("gpu_cluster_dns_servers", ["192.168.1.1"], "gpu_cluster_dns_servers entry 192.168.1.1 is outside gpu_cluster_node_network 10.0.0.0/24"),
+    ("gpu_cluster_nfs_server", "192.168.1.30", "gpu_cluster_nfs_server 192.168.1.30 is outside gpu_cluster_node_network 10.0.0.0/24"),
+])
+def test_servers_on_another_private_network_are_refused(name, value, needle):
+    one(problems_after(lambda g, h: set_all(h, name, value)), needle)
+
+
+def test_routed_networks_and_public_resolvers_are_reachable():
+    def change(groups, hostvars):
+        set_all(hostvars, "gpu_cluster_dns_servers", ["1.1.1.1", "192.168.1.1"])
+        set_all(hostvars, "gpu_cluster_nfs_server", "192.168.1.30")
+        set_all(hostvars, "gpu_cluster_routed_networks", ["192.168.1.0/24"])
+        hostvars["pve1"]["gpu_cluster_proxmox_api_url"] = "https://192.168.1.2:8006/api2/json"
+    assert problems_after(change) == []
+
+
+def test_no_reachability_noise_when_the_node_network_is_wrong():
+    problems = problems_after(lambda g, h: set_all(h, "gpu_cluster_node_network", "10.0.0.0"))
+    assert not [p for p in problems if "gpu_cluster_routed_networks" in p], problems
+    one(problems, "gpu_cluster_node_network is '10.0.0.0', not a network in CIDR form")
+
+
+def test_preflight_switch_accepts_extra_var_strings():
+    assert problems_after(lambda g, h: set_all(h, "gpu_cluster_preflight", "true")) == []
+
+
+def test_nfs_server_by_name_is_not_judged():
+    assert problems_after(lambda g, h: set_all(h, "gpu_cluster_nfs_server", "nas.homelab.lan")) == []
+
+
+@pytest.mark.parametrize("url,needle", [
+    ("https://192.168.1.2:8006/api2/json", "pve1: gpu_cluster_proxmox_api_url host 192.168.1.2 is neither pve1's ansible_host 10.0.0.2"),
+    ("https://10.42.0.2:8006/api2/json", "pve1: gpu_cluster_proxmox_api_url host 10.42.0.2 is inside gpu_cluster_cluster_cidr"),
+    ("http://10.0.0.2:8006/api2/json", "the Proxmox API must be reached over https"),
+    ("https://10.0.0.2:99999/api2/json", "the port is not a number from 1 to 65535"),
+    ("https://10.0.0.2:8006/api2/json\n", "use an https URL without whitespace"),
+    ("https:///api2/json", "the URL names no valid host"),
+    (["https://10.0.0.2:8006"], "use an https URL"),
+])
+def test_proxmox_api_url(url, needle):
+    one(problems_after(lambda g, h: h["pve1"].update(gpu_cluster_proxmox_api_url=url)), needle)
+
+
+def test_proxmox_host_inside_the_service_cidr():
+    problems = problems_after(lambda g, h: h["pve1"].update(ansible_host="10.43.0.2"))
+    one(problems, "pve1: ansible_host 10.43.0.2 is inside gpu_cluster_service_cidr 10.43.0.0/16")
+
+
+def test_proxmox_api_url_on_the_node_network_or_by_name_is_accepted():
+    for url in ("https://10.0.0.2:8006/api2/json", "https://10.0.0.5:8006/", "https://pve1.homelab.lan:8006/api2/json"):
+        assert problems_after(lambda g, h, url=url: h["pve1"].update(gpu_cluster_proxmox_api_url=url)) == [], url
+
+
+@pytest.mark.parametrize("cidr,nodes_holds", [
+    ("10.42.0.0/28", "10.42.0.0/28 holds 0 node(s): K3s gives each node a /24 of pod addresses, and the inventory has 7 node(s); use a /21 or larger"),
+    ("10.42.0.0/24", "10.42.0.0/24 holds 1 node(s)"),
+    ("10.42.0.0/22", "10.42.0.0/22 holds 4 node(s)"),
+    ("fd42::/64", "fd42::/64 holds 1 node(s): K3s gives each node a /64"),
+])
+def test_cluster_cidr_must_hold_every_node(cidr, nodes_holds):
+    one(problems_after(lambda g, h: set_all(h, "gpu_cluster_cluster_cidr", cidr)), "gpu_cluster_cluster_cidr " + nodes_holds)
+
+
+@pytest.mark.parametrize("cidr", ["10.42.0.0/21", "10.42.0.0/16", "fd42::/56"])
+def test_cluster_cidr_large_enough(cidr):
+    assert problems_after(lambda g, h: set_all(h, "gpu_cluster_cluster_cidr", cidr)) == []
+
+
+@pytest.mark.parametrize("cidr,needle", [
+    ("10.43.0.0/30", "gpu_cluster_service_cidr 10.43.0.0/30 has 4 address(es); it needs room for the API service (.1), kube-dns (.10)"),
+    ("10.43.0.0/25", "gpu_cluster_service_cidr 10.43.0.0/25 has 128 address(es)"),
+    ("10.0.0.0/8", "gpu_cluster_service_cidr 10.0.0.0/8 is too large"),
+    ("fd43::/121", "gpu_cluster_service_cidr fd43::/121 has 128 address(es)"),
+])
+def test_service_cidr_size(cidr, needle):
+    def change(groups, hostvars):
+        set_all(hostvars, "gpu_cluster_service_cidr", cidr)
+        if cidr == "10.0.0.0/8":
+            set_all(hostvars, "gpu_cluster_node_network", "192.168.0.0/24")
+    one(problems_after(change), needle)
+
+
+@pytest.mark.parametrize("cidr", ["10.43.0.0/24", "172.16.0.0/12", "fd43::/112"])
+def test_service_cidr_sizes_accepted(cidr):
+    assert problems_after(lambda g, h: set_all(h, "gpu_cluster_service_cidr", cidr)) == []
+
+
+# --- full-string matches
+
+@pytest.mark.parametrize("name,value", [
+    ("gpu_cluster_name", "homelab\n"),
+    ("gpu_cluster_domain", "homelab.lan\n"),
+    ("gpu_cluster_k3s_version", "v1.33.5+k3s1\n"),
+    ("gpu_cluster_k3s_version", "v1.33.05+k3s1"),
+    ("gpu_cluster_k3s_version", "v01.33.5+k3s1"),
+    ("gpu_cluster_k3s_version", "v1.33.5+k3s0"),
+    ("gpu_cluster_gpu_operator_version", "v26.7.0\n"),
+    ("gpu_cluster_api_vip", "10.0.0.100\n"),
+    ("gpu_cluster_node_network", "10.0.0.0/24\n"),
+    ("gpu_cluster_nfs_server", "nas.lan\n"),
+    ("gpu_cluster_nfs_path", "/export/k3s\n"),
+    ("gpu_cluster_delivery", "direct\n"),
+    ("gpu_cluster_scratch_mount", "/mnt/fast-scratch\n"),
+    ("gpu_cluster_k3s_agent_batch", "50%\n"),
+    ("gpu_cluster_k3s_drain_timeout", "600s\n"),
+    ("gpu_cluster_kubeconfig", "/home/me/.kube/x.yaml\n"),
+])
+def test_trailing_newline_is_refused_everywhere(name, value):
+    problems = problems_after(lambda g, h: set_all(h, name, value))
+    one(problems, name)
+
+
+@pytest.mark.parametrize("change,needle", [
+    (lambda g, h: h["pve1"].update(gpu_cluster_gpu_pci_ids=["10de:20b5\n"]), "entry '10de:20b5\\n' is not in vvvv:dddd form"),
+    (lambda g, h: h["pve1"]["gpu_cluster_gpu_pci_devices"][0].update(address="0000:17:00.0\n"), "address '0000:17:00.0\\n' is not a PCI address"),
+    (lambda g, h: h["pve1"]["gpu_cluster_gpu_pci_devices"][0].update(name="a100-0\n"), "name 'a100-0\\n' is not a valid Proxmox mapping id"),
+    (lambda g, h: h["pve1"].update(gpu_cluster_proxmox_node="pve1\n"), "gpu_cluster_proxmox_node is 'pve1\\n'"),
+    (lambda g, h: h["wk-gpu1"].update(gpu_cluster_gpu_model="NVIDIA A100\n"), "gpu_cluster_gpu_model is 'NVIDIA A100\\n'"),
+    (lambda g, h: h["cp1"].update(ansible_host="10.0.0.11\n"), "cp1: node IP '10.0.0.11\\n' (from ansible_host) is not an IP address"),
+])
+def test_trailing_newline_in_host_values(change, needle):
+    one(problems_after(change), needle)
+
+
+def test_host_name_with_trailing_newline():
+    def change(groups, hostvars):
+        for group in ("all", "k3s_cluster", "k3s_agents", "app_nodes"):
+            groups[group].append("app1\n")
+        hostvars["app1\n"] = {**CLUSTER_VARS, "ansible_host": "10.0.0.31"}
+    one(problems_after(change), "app1\\n: the host name becomes the Kubernetes node name")
+
+
+# --- NFS path and scratch mount
+
+@pytest.mark.parametrize("path,needle", [
+    ("/", "'/' is the whole file system"),
+    ("/export/../etc", "'.' and '..' are not allowed"),
+    ("/export/./k3s", "'.' and '..' are not allowed"),
+    ("/export/k3s\n/ *(rw,no_root_squash,insecure)", "use an absolute path of letters"),
+    ("/export/k3s data", "use an absolute path of letters"),
+    ("/export/k3s\t", "use an absolute path of letters"),
+    ("/export//k3s", "use an absolute path of letters"),
+    ("/export/k3s/", "use an absolute path of letters"),
+    ("/etc", "/etc is a system directory"),
+    ("/proc/1", "/proc/1 is a system directory"),
+    ("export/k3s", "use an absolute path"),
+    (["/export/k3s"], "use an absolute path"),
+])
+def test_nfs_path(path, needle):
+    one(problems_after(lambda g, h: set_all(h, "gpu_cluster_nfs_path", path)), f"gpu_cluster_nfs_path is {path!r}; ")
+    one(problems_after(lambda g, h: set_all(h, "gpu_cluster_nfs_path", path)), needle)
+
+
+@pytest.mark.parametrize("path", ["/", "/etc", "/var/lib", "/var/lib/kubelet/pods", "/usr/local/scratch", "/home", "/mnt", "/dev/shm"])
+def test_scratch_mount_refuses_system_paths(path):
+    one(problems_after(lambda g, h: set_all(h, "gpu_cluster_scratch_mount", path)), f"gpu_cluster_scratch_mount is {path!r}")
+
+
+@pytest.mark.parametrize("path", ["/mnt/fast-scratch", "/srv/scratch", "/data/scratch", "/var/lib/scratch"])
+def test_scratch_mount_accepts_own_directories(path):
+    assert problems_after(lambda g, h: set_all(h, "gpu_cluster_scratch_mount", path)) == []
+
+
+# --- every variable a role or playbook reads
+
+@pytest.mark.parametrize("name,value,needle", [
+    ("gpu_cluster_node_taints", ["dedicated=ml"], "use a list of taints key=value:Effect"),
+    ("gpu_cluster_node_taints", ["dedicated=ml:Never"], "use a list of taints"),
+    ("gpu_cluster_node_taints", "dedicated=ml:NoSchedule", "use a list of taints"),
+    ("gpu_cluster_node_taints", ["-bad=ml:NoSchedule"], "use a list of taints"),
+    ("gpu_cluster_node_labels", ["team ml=yes"], "use a list of Kubernetes labels key=value"),
+    ("gpu_cluster_node_labels", ["team"], "use a list of Kubernetes labels"),
+    ("gpu_cluster_node_labels", ["Example.com/team=ml"], "use a list of Kubernetes labels"),
+    ("gpu_cluster_node_labels", ["team=" + "x" * 64], "use a list of Kubernetes labels"),
+    ("gpu_cluster_node_labels", ["team=ml\n"], "use a list of Kubernetes labels"),
+    ("gpu_cluster_k3s_agent_batch", 0, "gpu_cluster_k3s_agent_batch is 0; use a positive number of hosts"),
+    ("gpu_cluster_k3s_agent_batch", -1, "use a positive number of hosts"),
+    ("gpu_cluster_k3s_agent_batch", "0%", "use a positive number of hosts"),
+    ("gpu_cluster_k3s_agent_batch", "150%", "use a positive number of hosts"),
+    ("gpu_cluster_k3s_agent_batch", [], "use a positive number of hosts"),
+    ("gpu_cluster_k3s_agent_batch", True, "use a positive number of hosts"),
+    ("gpu_cluster_k3s_drain_timeout", 600, "use a positive duration with a unit"),
+    ("gpu_cluster_k3s_drain_timeout", "0s", "use a positive duration with a unit"),
+    ("gpu_cluster_verify_wait_timeout", -5, "gpu_cluster_verify_wait_timeout is -5; use a positive integer"),
+    ("gpu_cluster_verify_job_timeout", 0, "gpu_cluster_verify_job_timeout is 0; use a positive integer"),
+    ("gpu_cluster_verify_job_timeout", "1200", "gpu_cluster_verify_job_timeout is '1200'; use a positive integer"),
+    ("gpu_cluster_verify_namespace", "GPU verify", "use a DNS label"),
+    ("gpu_cluster_verify_images", {"cuda": "nvidia/cuda:latest"}, "use a pinned image reference"),
+    ("gpu_cluster_verify_images", {"cuda": "nvidia/cuda"}, "use a pinned image reference"),
+    ("gpu_cluster_verify_images", {"cudaa": "nvidia/cuda:12.4.1"}, "unknown image name(s) 'cudaa'"),
+    ("gpu_cluster_verify_gpu_resource", "gpu", "use an extended resource name like nvidia.com/gpu"),
+    ("gpu_cluster_verify_expected", {"nvidia.com/gpu": -1}, "use a mapping of extended resource names to counts"),
+    ("gpu_cluster_verify_smoke_tests", "yes", "use true or false"),
+    ("gpu_cluster_verify_fast_scratch_node_selector", {"gpu": True}, "use a mapping of Kubernetes label keys to string values"),
+    ("gpu_cluster_gpu_operator_version", "v25.3.0", "a GPU Operator release the gpu role does not support; choose one of v25.10.1, v26.7.0"),
+    ("gpu_cluster_scratch_device", "/dev/sdb", "name the disk by a stable id"),
+    ("gpu_cluster_vm_preset", "huge", "use one of small, medium, large"),
+    ("gpu_cluster_provision_enabled", "no", "use true or false"),
+    ("gpu_cluster_provision_ssh_public_keys", ["ssh-ed25519 AAAA me\nssh-rsa BBBB evil"], "use a list of one-line SSH public keys"),
+    ("gpu_cluster_provision_ssh_public_keys", "ssh-ed25519 AAAA me", "use a list of one-line SSH public keys"),
+    ("gpu_cluster_provision_ssh_timeout", 0, "use a positive integer"),
+    ("gpu_cluster_terraform_binary", "terraform; rm -rf /", "use a command name or path without spaces"),
+    ("gpu_cluster_proxmox_api_token_id", "terraform@pve", "use user@realm!tokenname"),
+    ("gpu_cluster_proxmox_storage", "local lvm", "use a Proxmox storage id"),
+    ("gpu_cluster_proxmox_bridge", "vmbr0-with-a-long-name", "use a Linux bridge name of at most 15 characters"),
+    ("gpu_cluster_proxmox_validate_certs", "false", "use true or false"),
+    ("gpu_cluster_node_name", "CP_1", "use a lowercase DNS domain"),
+    ("gpu_cluster_kubeconfig", "kube/config", "use the absolute path of a file"),
+    ("gpu_cluster_fleet_dir", "/srv/fleet\n", "use a path without newlines"),
+    ("gpu_cluster_routed_networks", "192.168.1.0/24", "use a list of networks in CIDR form"),
+    ("gpu_cluster_preflight", "no", "use true or false"),
+])
+def test_role_and_playbook_variables(name, value, needle):
+    message = one(problems_after(lambda g, h: set_all(h, name, value)), needle)
+    assert name in message
+
+
+def test_secret_value_is_never_printed():
+    problems = problems_after(lambda g, h: h["pve1"].update(gpu_cluster_proxmox_api_token_secret="s3cret\nvalue"))
+    message = one(problems, "gpu_cluster_proxmox_api_token_secret is not a one-line string (value not shown)")
+    assert "s3cret" not in message
+
+
+@pytest.mark.parametrize("name,value", [
+    ("gpu_cluster_node_taints", ["dedicated=ml:NoSchedule", "example.com/spot:PreferNoSchedule", "x=:NoExecute"]),
+    ("gpu_cluster_node_labels", ["team=ml", "example.com/tier=gold", "empty="]),
+    ("gpu_cluster_k3s_agent_batch", 1),
+    ("gpu_cluster_k3s_agent_batch", "25%"),
+    ("gpu_cluster_k3s_agent_batch", [1, "50%"]),
+    ("gpu_cluster_k3s_drain_timeout", "10m"),
+    ("gpu_cluster_k3s_drain_timeout", "1h30m"),
+    ("gpu_cluster_verify_images", {"cuda": "registry.lan:5000/nvidia/cuda:12.4.1-base-ubuntu22.04",
+                                   "busybox": "docker.io/library/busybox@sha256:" + "a" * 64}),
+    ("gpu_cluster_verify_expected", {"nvidia.com/mig-1g.10gb": 7}),
+    ("gpu_cluster_verify_fast_scratch_node_selector", {"gpu": "true"}),
+    ("gpu_cluster_provision_ssh_public_keys", ["ssh-ed25519 AAAAC3NzaC1lZDI1NTE5AAAAIB me@laptop"]),
+    ("gpu_cluster_kubeconfig", "~/.kube/homelab.yaml"),
+    ("gpu_cluster_delivery", "fleet"),
+])
+def test_valid_values_are_accepted(name, value):
+    def change(groups, hostvars):
+        set_all(hostvars, name, value)
+        if name == "gpu_cluster_delivery":
+            set_all(hostvars, "gpu_cluster_fleet_dir", "/srv/fleet")
+    assert problems_after(change) == []
+
+
+def test_fleet_delivery_needs_a_fleet_dir():
+    one(problems_after(lambda g, h: set_all(h, "gpu_cluster_delivery", "fleet")), "gpu_cluster_delivery is fleet but gpu_cluster_fleet_dir is not set")
+
+
+def test_gpu_operator_versions_are_the_roles():
+    """Preflight and the gpu_operator role read one list (module_utils.components); the role's
+    argument spec documents the same values."""
+    role = Path(__file__).resolve().parents[4] / "roles" / "gpu_operator"
+    assert ic.GPU_OPERATOR_SUPPORTED_VERSIONS is components.GPU_OPERATOR_SUPPORTED_VERSIONS
+    defaults = yaml.safe_load((role / "defaults" / "main.yml").read_text())
+    assert "cps.gpu_cluster.supported_versions" in defaults["gpu_operator_supported_versions"]
+    spec = yaml.safe_load((role / "meta" / "argument_specs.yml").read_text())
+    assert spec["argument_specs"]["main"]["options"]["gpu_operator_supported_versions"]["default"] == list(components.GPU_OPERATOR_SUPPORTED_VERSIONS)
+    assert components.supported_versions("gpu-operator") == list(components.GPU_OPERATOR_SUPPORTED_VERSIONS)
+    with pytest.raises(ValueError, match="no supported versions"):
+        components.supported_versions("nope")
+    for version in components.GPU_OPERATOR_SUPPORTED_VERSIONS:
+        assert problems_after(lambda g, h, v=version: set_all(h, "gpu_cluster_gpu_operator_version", v)) == []
+
+
+# --- group layout
+
+def test_servers_outside_k3s_cluster_are_refused_and_still_checked():
+    def change(groups, hostvars):
+        groups["k3s_cluster"] = list(groups["k3s_agents"])
+        hostvars["cp2"]["ansible_host"] = "10.0.0.21"
+        groups["k3s_servers"][0] = "CP1"
+        groups["all"][groups["all"].index("cp1")] = "CP1"
+        hostvars["CP1"] = hostvars.pop("cp1")
+    problems = problems_after(change)
+    one(problems, "k3s_servers: CP1, cp2, cp3 are not in k3s_cluster; the groups must be nested as all > proxmox_hosts, and all > k3s_cluster >")
+    one(problems, "CP1: the host name becomes the Kubernetes node name")
+    one(problems, "cp2, wk-gpu1: share the IP 10.0.0.21")
+
+
+def test_cluster_host_in_neither_servers_nor_agents():
+    def change(groups, hostvars):
+        groups["k3s_cluster"].append("stray")
+        groups["all"].append("stray")
+        hostvars["stray"] = {**CLUSTER_VARS, "ansible_host": "10.0.0.40"}
+    one(problems_after(change), "stray: is in k3s_cluster but in neither k3s_servers nor k3s_agents")
+
+
+# --- two Proxmox hosts
+
+def two_proxmox_hosts(groups, hostvars):
+    groups["all"].append("pve2")
+    groups["proxmox_hosts"].append("pve2")
+    hostvars["pve2"] = {
+        **CLUSTER_VARS, "ansible_host": "10.0.0.3",
+        "gpu_cluster_gpu_pci_ids": ["10de:20b5"],
+        "gpu_cluster_gpu_pci_devices": [{"name": "b-0", "address": "0000:17:00.0"}, {"name": "b-1", "address": "0000:31:00.0"}],
+    }
+    for group in ("all", "k3s_cluster", "k3s_agents", "gpu_workers"):
+        groups[group].append("wk-gpu5")
+    hostvars["wk-gpu5"] = {**hostvars["wk-gpu1"], "ansible_host": "10.0.0.25", "gpu_cluster_gpu_pci_mappings": ["b-0", "b-1"]}
+
+
+def test_two_proxmox_hosts_may_use_the_same_pci_address():
+    assert problems_after(two_proxmox_hosts) == []
+
+
+def test_device_names_stay_unique_across_proxmox_hosts():
+    def change(groups, hostvars):
+        two_proxmox_hosts(groups, hostvars)
+        hostvars["pve2"]["gpu_cluster_gpu_pci_devices"][0]["name"] = "a100-0"
+    one(problems_after(change), "pve2: PCI device name a100-0 is declared twice")
+
+
+# --- warnings
+
+def test_warning_when_ansible_host_names_another_machine():
+    groups, hostvars = homelab()
+    hostvars["cp1"].update(ansible_host="old-vm.homelab.lan", gpu_cluster_node_ip="10.0.0.11")
+    hostvars["cp2"].update(ansible_host="CP2.homelab.lan", gpu_cluster_node_ip="10.0.0.12")
+    assert ic.inventory_problems(groups, hostvars) == []
+    warnings = ic.inventory_warnings(groups, hostvars)
+    assert len(warnings) == 1
+    assert warnings[0].startswith("cp1: ansible_host old-vm.homelab.lan names a machine called old-vm, "
+                                  "but the Kubernetes node is registered as cp1 (the inventory name)")
+
+
+def test_no_warning_for_addresses_containers_or_the_homelab():
+    groups, hostvars = homelab()
+    assert ic.inventory_warnings(groups, hostvars) == []
+    hostvars["cp1"].update(ansible_host="lab-cp1", ansible_connection="containers.podman.podman")
+    assert ic.inventory_warnings(groups, hostvars) == []
+
+
+def test_warning_for_a_host_in_no_contract_group():
+    groups, hostvars = homelab()
+    groups["all"].append("monitoring")
+    groups["ungrouped"].append("monitoring")
+    hostvars["monitoring"] = {"ansible_host": "10.0.0.50"}
+    assert ic.inventory_problems(groups, hostvars) == []
+    assert [w for w in ic.inventory_warnings(groups, hostvars) if w.startswith("monitoring: is in no group of the contract")]
+
+
+# --- odd types never crash
+
+ODD_VALUES = [None, 0, -1, 7, True, False, 2.5, "", "x\n", [], ["x"], [["10.0.0.1"]], [None], [{"a": 1}], {}, {"a": [1]}, {"name": ["x"]}]
+VARIABLES = sorted(set(ic.CLUSTER_VARIABLES) | set(ic.HOST_VARIABLES) | set(ic.POSITIVE_INT_VARIABLES) | {
+    "ansible_host", "gpu_cluster_node_ip", "gpu_cluster_gpu_count", "gpu_cluster_gpu_model", "gpu_cluster_gpu_pci_mappings",
+    "gpu_cluster_gpu_pci_ids", "gpu_cluster_gpu_pci_devices", "gpu_cluster_nfs_provisioner_version"})
+
+
+def assert_messages(problems):
+    assert isinstance(problems, list)
+    assert all(isinstance(problem, str) and problem for problem in problems), problems
+    assert not [p for p in problems if "could not read this inventory" in p or "checks failed" in p], problems
+
+
+@pytest.mark.parametrize("name", VARIABLES)
+def test_odd_types_give_messages_not_exceptions(name):
+    for value in ODD_VALUES:
+        groups, hostvars = homelab()
+        set_all(hostvars, name, copy.deepcopy(value))
+        assert_messages(ic.inventory_problems(groups, hostvars))
+        assert_messages(ic.inventory_warnings(groups, hostvars))
+
+
+@pytest.mark.parametrize("value", ODD_VALUES)
+def test_odd_types_inside_pci_devices_and_groups(value):
+    groups, hostvars = homelab()
+    hostvars["pve1"]["gpu_cluster_gpu_pci_devices"].append({"name": copy.deepcopy(value), "address": copy.deepcopy(value)})
+    hostvars["pve1"]["gpu_cluster_gpu_pci_devices"].append(copy.deepcopy(value))
+    hostvars["wk-gpu1"]["gpu_cluster_gpu_pci_mappings"] = [copy.deepcopy(value), "a100-1"]
+    groups["infra_nodes"] = copy.deepcopy(value)
+    assert_messages(ic.inventory_problems(groups, hostvars))
+    assert_messages(ic.inventory_warnings(groups, hostvars))
+
+
+@pytest.mark.parametrize("groups,hostvars", [(None, None), ([], []), ({"all": None}, {"cp1": None}), ({"k3s_servers": [["cp1"]]}, {})])
+def test_odd_top_level_inputs(groups, hostvars):
+    assert_messages(ic.inventory_problems(groups, hostvars))
+    assert_messages(ic.inventory_warnings(groups, hostvars))
+
+
+# --- role variables set in the inventory, against the roles' argument specs
+
+SPECS = {"k3s_node": {"k3s_node_ready_timeout": {"type": "int", "default": 600, "required": True},
+                      "k3s_node_labels": {"type": "list", "elements": "str"},
+                      "k3s_token": {"type": "str", "no_log": True, "choices": ["never-matches"]}},
+         "vfio_passthrough": {"vfio_passthrough_reboot": {"type": "bool", "default": True}}}
+
+
+def test_role_variables_follow_the_role_argument_specs():
+    groups, hostvars = homelab()
+    set_all(hostvars, "k3s_node_ready_timeout", "soon")
+    hostvars["pve1"]["vfio_passthrough_reboot"] = "maybe"
+    problems = ic.inventory_problems(groups, hostvars, role_specs=SPECS)
+    assert len(problems) == 2, problems
+    one(problems, "pve1 (and 7 other host(s)): role k3s_node: argument 'k3s_node_ready_timeout' is of type")
+    one(problems, "pve1: role vfio_passthrough: argument 'vfio_passthrough_reboot' is of type")
+
+
+def test_role_variable_secrets_are_never_printed():
+    groups, hostvars = homelab()
+    set_all(hostvars, "k3s_token", "s3cr3t-token-value")
+    message = one(ic.inventory_problems(groups, hostvars, role_specs=SPECS), "role k3s_node")
+    assert "s3cr3t-token-value" not in message
+    assert "k3s_token" in message
+
+
+def test_role_variables_valid_or_absent_pass():
+    groups, hostvars = homelab()
+    assert ic.inventory_problems(groups, hostvars, role_specs=SPECS) == []
+    set_all(hostvars, "k3s_node_ready_timeout", 900)
+    hostvars["pve1"]["vfio_passthrough_reboot"] = False
+    assert ic.inventory_problems(groups, hostvars, role_specs=SPECS) == []
