@@ -10,6 +10,7 @@ unit-tested without Ansible or a cluster. Cost is linear in the number of nodes.
 from __future__ import (absolute_import, division, print_function)
 __metaclass__ = type
 
+import math
 import re
 from fractions import Fraction
 
@@ -66,7 +67,7 @@ def quantity_value(value):
     if isinstance(value, int):
         return Fraction(value)
     if isinstance(value, float):
-        if value != value or value in (float("inf"), float("-inf")):
+        if math.isnan(value) or math.isinf(value):
             raise QuantityError("%r is not a quantity" % (value,))
         return Fraction(value)
     if not isinstance(value, str):

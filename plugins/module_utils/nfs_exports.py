@@ -68,7 +68,7 @@ def export_problems(export, default_options=""):
     try:
         clients = clients_list(export.get("clients") if export.get("clients") is not None else [])
     except ValueError as exc:
-        return problems + [str(exc)]
+        return [*problems, str(exc)]
     if not clients:
         problems.append("the export of %s has no clients: list the cluster nodes' addresses (nfs_server_clients; by "
                         "default every k3s_cluster host's gpu_cluster_node_ip, else ansible_host)" % export.get("path"))

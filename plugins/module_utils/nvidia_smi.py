@@ -34,7 +34,7 @@ def query_argv(binary="nvidia-smi", timeout=None, timeout_binary=None):
     """
     argv = [binary, "-q", "-x"]
     if timeout and timeout_binary:
-        return [timeout_binary, "--kill-after=%d" % KILL_AFTER, str(int(timeout))] + argv
+        return [timeout_binary, "--kill-after=%d" % KILL_AFTER, str(int(timeout)), *argv]
     return argv
 
 

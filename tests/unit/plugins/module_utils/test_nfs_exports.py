@@ -44,14 +44,14 @@ def test_node_addresses_prefer_node_ip_then_ansible_host_dedup_in_order():
 
 
 def test_node_without_address_is_named():
-    with pytest.raises(ValueError, match="gpu_cluster_node_ip.*for wk9"):
+    with pytest.raises(ValueError, match=r"gpu_cluster_node_ip.*for wk9"):
         nfs_exports.node_addresses(["wk9"], {"wk9": {}})
 
 
 def test_exports_line_one_entry_per_client():
     export = {"path": "/export/k3s", "clients": ["10.0.0.11", "10.0.0.12"], "options": OPTIONS}
     assert nfs_exports.exports_line(export) == (
-        "/export/k3s 10.0.0.11(%s) 10.0.0.12(%s)" % (OPTIONS, OPTIONS))
+        f"/export/k3s 10.0.0.11({OPTIONS}) 10.0.0.12({OPTIONS})")
 
 
 def test_exports_line_default_options_and_string_clients():

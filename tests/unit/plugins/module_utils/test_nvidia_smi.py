@@ -6,8 +6,8 @@ from pathlib import Path
 
 import pytest
 from ansible_collections.cps.gpu_cluster.plugins.module_utils.nvidia_smi import (
-    decode_output,
     NvidiaSmiError,
+    decode_output,
     interpret_run,
     parse_query_xml,
     query_argv,

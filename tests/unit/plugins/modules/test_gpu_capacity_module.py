@@ -1,9 +1,13 @@
-"""gpu_capacity's API listing: limit/_continue pagination and the label selector reach list_node."""
+"""gpu_capacity: the API listing (limit/_continue pagination, label selector) and the module end to end on
+given Node objects (malformed objects, exponent and milli quantities)."""
 
 from __future__ import annotations
 
 import json
 
+import pytest
+from ansible.module_utils import basic
+from ansible.module_utils.common.text.converters import to_bytes
 from ansible_collections.cps.gpu_cluster.plugins.module_utils.gpu_capacity import list_all
 from ansible_collections.cps.gpu_cluster.plugins.modules import gpu_capacity
 
@@ -47,10 +51,6 @@ def test_lister_without_selector():
 
 
 def run_module(monkeypatch, args):
-    import pytest
-    from ansible.module_utils import basic
-    from ansible.module_utils.common.text.converters import to_bytes
-
     class Done(Exception):
         pass
 

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import builtins
 import json
 import os
 import stat
@@ -88,8 +89,7 @@ def test_initialised_cluster_without_token_file_is_not_regenerated(monkeypatch, 
 def test_directory_path_is_a_clean_error(monkeypatch, tmp_path):
     ok, result = run(monkeypatch, path=str(tmp_path))
     assert not ok
-    assert result["msg"] == "%s is a directory: point path at the token file (for example %s/cluster-token)" % (
-        tmp_path, tmp_path)
+    assert result["msg"] == f"{tmp_path} is a directory: point path at the token file (for example {tmp_path}/cluster-token)"
 
 
 @pytest.mark.skipif(os.geteuid() == 0, reason="root reads files whatever their mode")
@@ -98,13 +98,12 @@ def test_unreadable_path_is_a_clean_error(monkeypatch, tmp_path):
     path.write_text("secret-token-0123456789\n")
     os.chmod(path, 0)
     ok, result = run(monkeypatch, path=str(path))
-    assert not ok and result["msg"] == "Cannot read the k3s token file %s: Permission denied" % path
+    assert not ok and result["msg"] == f"Cannot read the k3s token file {path}: Permission denied"
     assert "secret-token" not in json.dumps(result)
 
 
 def test_unreadable_path_through_open_failing(monkeypatch, tmp_path):
     """Same as above where the tests run as root: open() raising EACCES, as for a non-root user."""
-    import builtins
     path = tmp_path / "cluster-token"
     path.write_text("secret-token-0123456789\n")
     real_open = builtins.open
@@ -116,11 +115,11 @@ def test_unreadable_path_through_open_failing(monkeypatch, tmp_path):
 
     monkeypatch.setattr(builtins, "open", denying_open)
     ok, result = run(monkeypatch, path=str(path))
-    assert not ok and result["msg"] == "Cannot read the k3s token file %s: Permission denied" % path
+    assert not ok and result["msg"] == f"Cannot read the k3s token file {path}: Permission denied"
 
 
 def test_binary_token_file_is_a_clean_error(monkeypatch, tmp_path):
     path = tmp_path / "cluster-token"
     path.write_bytes(b"\xff\xfe\x00garbage")
     ok, result = run(monkeypatch, path=str(path))
-    assert not ok and result["msg"] == "The k3s token file %s is not text: remove it or set k3s_token" % path
+    assert not ok and result["msg"] == f"The k3s token file {path} is not text: remove it or set k3s_token"

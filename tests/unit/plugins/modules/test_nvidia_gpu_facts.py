@@ -65,9 +65,9 @@ def test_hung_nvidia_smi_is_stopped_by_the_timeout(monkeypatch, tmp_path):
     assert time.monotonic() - started < 20
     assert kind is FailJson
     assert result["msg"] == (
-        "Could not read the GPUs with %s: nvidia-smi -q -x did not answer within 1 seconds (timeout) and was "
+        f"Could not read the GPUs with {script}: nvidia-smi -q -x did not answer within 1 seconds (timeout) and was "
         "stopped; the NVIDIA driver is probably hung (check dmesg for Xid errors), or raise the module's "
-        "timeout option" % script)
+        "timeout option")
     assert result["cmd"][-3:] == [str(script), "-q", "-x"] and result["cmd"][2] == "1"
 
 

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import importlib.util
 import json
+import shutil
 from pathlib import Path
 
 import pytest
@@ -97,7 +98,6 @@ def test_file_as_sysfs_path_fails(monkeypatch, tmp_path):
 def test_devices_directory_that_is_a_file_fails(monkeypatch, tmp_path):
     root = sysfs_tree.build("host_no_nvidia", tmp_path / "sys")
     devices = root / "bus" / "pci" / "devices"
-    import shutil
     shutil.rmtree(devices)
     devices.write_text("")
     kind, result = run_module(monkeypatch, {"sysfs_path": str(root)})
