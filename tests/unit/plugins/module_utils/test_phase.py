@@ -39,7 +39,7 @@ def test_gate_reason_is_one_line():
 
 def test_redact_longest_first_and_empty_secrets_ignored():
     token = "terraform@pve!gpu-cluster=5ec4e7"
-    text = "token %s; secret 5ec4e7" % token
+    text = f"token {token}; secret 5ec4e7"
     assert phase.redact(text, [token, "5ec4e7", "", None]) == "token <redacted>; secret <redacted>"
     assert phase.redact(None, ["x"]) == ""
     assert phase.redact("nothing", []) == "nothing"
