@@ -141,6 +141,9 @@ write_inventory() {
     echo "    proxmox_hosts:"
     echo "      hosts:"
     emit_hosts proxmox_hosts "        "
+    echo "    nfs_servers:"
+    echo "      hosts:"
+    echo "        lab-pve1: {}"
     echo "    k3s_cluster:"
     echo "      children:"
     echo "        k3s_servers:"
@@ -175,9 +178,11 @@ gpu_cluster_dns_servers: [$subnet.1]
 gpu_cluster_api_vip: $subnet.100
 gpu_cluster_cluster_cidr: 10.42.0.0/16
 gpu_cluster_service_cidr: 10.43.0.0/16
-# The NFS export the storage classes would use: the lab's Proxmox-like host
-# stands in for the homelab's NAS (no container serves NFS; the storage
-# classes skip without a cluster).
+# The NFS export the storage classes use: the lab's Proxmox-like host stands
+# in for the homelab's NAS and runs the role nfs_server (group nfs_servers):
+# exported to the five nodes' addresses only, root squashed, directory owned
+# by gpu-cluster-nfs (2049) and not world-writable; nfsd is not started in a
+# container (group_vars/nfs_servers.yml).
 gpu_cluster_nfs_server: $subnet.2
 gpu_cluster_nfs_path: /export/k3s
 gpu_cluster_k3s_version: $(yaml_value gpu_cluster_k3s_version)
@@ -215,6 +220,13 @@ gpu_cluster_gpu_pci_devices:
   - {name: a100-0, address: "0000:17:00.0"}
   - {name: a100-1, address: "0000:31:00.0"}
 vfio_passthrough_reboot: false
+EOF
+
+  cat >"$inventory/group_vars/nfs_servers.yml" <<'EOF'
+---
+# A container's kernel has no nfsd: the exports are written and published
+# with exportfs, the server is enabled but not started.
+nfs_server_service_start: false
 EOF
 
   cat >"$inventory/group_vars/k3s_servers.yml" <<'EOF'

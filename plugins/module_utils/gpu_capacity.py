@@ -10,7 +10,9 @@ unit-tested without Ansible or a cluster. Cost is linear in the number of nodes.
 from __future__ import (absolute_import, division, print_function)
 __metaclass__ = type
 
+import math
 import re
+from fractions import Fraction
 
 GPU_RESOURCE = "nvidia.com/gpu"
 SHARED_GPU_RESOURCE = "nvidia.com/gpu.shared"
@@ -28,12 +30,19 @@ GPU_NODE_LABELS = (
     ("gpu", "true"),
     ("nvidia.com/gpu.present", "true"),
 )
-# Kubernetes resource quantities (integers only make sense for device-plugin resources).
-QUANTITY_RE = re.compile(r"^(?P<number>[0-9]+(?:\.[0-9]+)?)(?P<suffix>Ki|Mi|Gi|Ti|Pi|Ei|m|k|M|G|T|P|E)?$")
+# Kubernetes resource quantities (k8s.io/apimachinery resource.Quantity):
+#   <quantity> ::= <signedNumber><suffix>;  <number> ::= <digits> | <digits>.<digits> | <digits>. | .<digits>
+#   <suffix> ::= <binarySI> (Ki..Ei) | <decimalExponent> (e|E <signed integer>) | <decimalSI> (m, "", k..E)
+# The exponent alternative comes before the bare "E" (exa) so "1E3" is 1000 and "2E" is 2 * 10**18.
+QUANTITY_RE = re.compile(
+    r"^(?P<sign>[+-]?)(?P<number>[0-9]+(?:\.[0-9]*)?|\.[0-9]+)"
+    r"(?:(?P<suffix>Ki|Mi|Gi|Ti|Pi|Ei)|[eE](?P<exponent>[+-]?[0-9]+)|(?P<decimal>m|k|M|G|T|P|E))?$")
 SUFFIXES = {
-    None: 1, "k": 10 ** 3, "M": 10 ** 6, "G": 10 ** 9, "T": 10 ** 12, "P": 10 ** 15, "E": 10 ** 18,
-    "Ki": 2 ** 10, "Mi": 2 ** 20, "Gi": 2 ** 30, "Ti": 2 ** 40, "Pi": 2 ** 50, "Ei": 2 ** 60,
+    None: 1, "m": Fraction(1, 1000), "k": 10 ** 3, "M": 10 ** 6, "G": 10 ** 9, "T": 10 ** 12, "P": 10 ** 15,
+    "E": 10 ** 18, "Ki": 2 ** 10, "Mi": 2 ** 20, "Gi": 2 ** 30, "Ti": 2 ** 40, "Pi": 2 ** 50, "Ei": 2 ** 60,
 }
+# Larger decimal exponents are refused rather than computed (a "1e999999" must not eat the CPU).
+MAX_EXPONENT = 64
 PAGE_SIZE = 500
 
 
@@ -46,39 +55,78 @@ def is_gpu_resource(name):
     return name in (GPU_RESOURCE, SHARED_GPU_RESOURCE) or name.startswith(MIG_RESOURCE_PREFIX)
 
 
-def parse_quantity(value):
-    """Whole number of devices in a Kubernetes quantity (``"2"``, ``2``, ``"1k"``).
+def quantity_value(value):
+    """Exact value (a Fraction) of a Kubernetes quantity: ``"1e3"``, ``"1k"``, ``"500m"``, ``"1Ki"``,
+    ``"2E"``, ``"0.5"``, ``"-1"``, an int or a float.
 
-    Raises QuantityError for anything else (negative, fractional, garbage), naming the value.
+    Follows resource.Quantity's grammar (sign, ``1.``/``.5`` numbers, binary and decimal SI suffixes,
+    ``e``/``E`` exponents); surrounding whitespace is ignored. Raises QuantityError naming the value.
     """
     if isinstance(value, bool):
         raise QuantityError("%r is not a quantity" % (value,))
     if isinstance(value, int):
-        if value < 0:
-            raise QuantityError("%r is negative" % (value,))
-        return value
+        return Fraction(value)
     if isinstance(value, float):
-        if value < 0 or value != int(value):
-            raise QuantityError("%r is not a whole number of devices" % (value,))
-        return int(value)
+        if math.isnan(value) or math.isinf(value):
+            raise QuantityError("%r is not a quantity" % (value,))
+        return Fraction(value)
     if not isinstance(value, str):
         raise QuantityError("%r is not a quantity" % (value,))
     match = QUANTITY_RE.match(value.strip())
-    if not match or match.group("suffix") == "m":
-        raise QuantityError("%r is not a whole-number quantity" % (value,))
-    number = match.group("number")
-    multiplier = SUFFIXES[match.group("suffix")]
-    if "." in number:
-        whole, frac = number.split(".")
-        scaled = int(whole) * multiplier + int(frac) * multiplier // (10 ** len(frac))
-        if int(frac) * multiplier % (10 ** len(frac)):
-            raise QuantityError("%r is not a whole number of devices" % (value,))
-        return scaled
-    return int(number) * multiplier
+    if not match:
+        raise QuantityError("%r is not a Kubernetes quantity (e.g. 2, 1k, 1Ki, 1e3, 500m)" % (value,))
+    number = Fraction(match.group("number"))
+    if match.group("exponent") is not None:
+        exponent = int(match.group("exponent"))
+        if abs(exponent) > MAX_EXPONENT:
+            raise QuantityError("%r has an exponent beyond +/-%d" % (value, MAX_EXPONENT))
+        number *= Fraction(10) ** exponent
+    else:
+        number *= SUFFIXES[match.group("suffix") or match.group("decimal")]
+    return -number if match.group("sign") == "-" else number
 
 
-def _is_ready(node):
-    for condition in (node.get("status") or {}).get("conditions") or []:
+def parse_quantity(value):
+    """Whole number of devices in a Kubernetes quantity (``"2"``, ``2``, ``"1k"``, ``"1e3"``, ``"2000m"``).
+
+    Device-plugin resources are counted in whole devices: a quantity whose value is fractional
+    (``"500m"``, ``"0.5"``) or negative is refused with QuantityError, as is anything that is not a
+    quantity; ``"2000m"`` and ``"2.0"`` are 2.
+    """
+    exact = quantity_value(value)
+    if exact < 0:
+        raise QuantityError("%r is negative" % (value,))
+    if exact.denominator != 1:
+        raise QuantityError("%r is %s, not a whole number of devices" % (value, _decimal(exact)))
+    return int(exact)
+
+
+def _decimal(fraction):
+    return "%g" % float(fraction)
+
+
+class MalformedNodeError(ValueError):
+    """A Node object whose structure is not what the Kubernetes API returns."""
+
+
+def _mapping(value, where, name):
+    if value is None:
+        return {}
+    if not isinstance(value, dict):
+        raise MalformedNodeError("node %s: %s is a %s, expected a mapping" % (name, where, type(value).__name__))
+    return value
+
+
+def _list_of_mappings(value, where, name):
+    if value is None:
+        return []
+    if not isinstance(value, list) or not all(isinstance(item, dict) for item in value):
+        raise MalformedNodeError("node %s: %s must be a list of mappings, got %r" % (name, where, value))
+    return value
+
+
+def _is_ready(conditions):
+    for condition in conditions:
         if condition.get("type") == "Ready":
             return str(condition.get("status")) == "True"
     return False
@@ -92,21 +140,28 @@ def summarize_node(node, resources=None):
     """One node's GPU view: readiness, schedulability, taints, GPU capacity/allocatable, GFD labels.
 
     ``resources`` restricts the resources reported; None means every GPU resource found.
-    Malformed quantities are reported in ``errors`` (the resource is left out of the numbers).
+    Malformed quantities are reported in ``errors`` (the resource is left out of the numbers);
+    a malformed object (a Node that is not a mapping, a status, labels or allocatable of the wrong
+    type, conditions or taints that are not lists of mappings) raises MalformedNodeError naming
+    the node and the field.
     """
-    metadata = node.get("metadata") or {}
-    spec = node.get("spec") or {}
-    status = node.get("status") or {}
-    labels = metadata.get("labels") or {}
+    if not isinstance(node, dict):
+        raise MalformedNodeError("a Node object must be a mapping, got %s %r" % (type(node).__name__, node))
+    metadata = _mapping(node.get("metadata"), "metadata", "<unnamed>")
     name = metadata.get("name") or "<unnamed>"
+    if not isinstance(name, str):
+        raise MalformedNodeError("node metadata.name must be a string, got %r" % (name,))
+    spec = _mapping(node.get("spec"), "spec", name)
+    status = _mapping(node.get("status"), "status", name)
+    labels = _mapping(metadata.get("labels"), "metadata.labels", name)
+    conditions = _list_of_mappings(status.get("conditions"), "status.conditions", name)
+    taints = _list_of_mappings(spec.get("taints"), "spec.taints", name)
+    fields = dict((field, _mapping(status.get(field), "status." + field, name)) for field in ("capacity", "allocatable"))
     summary = {
         "name": name,
-        "ready": _is_ready(node),
+        "ready": _is_ready(conditions),
         "schedulable": not spec.get("unschedulable", False),
-        "taints": [
-            {"key": t.get("key"), "value": t.get("value"), "effect": t.get("effect")}
-            for t in spec.get("taints") or []
-        ],
+        "taints": [{"key": t.get("key"), "value": t.get("value"), "effect": t.get("effect")} for t in taints],
         "capacity": {},
         "allocatable": {},
         "labels": dict((key, labels[key]) for key in GFD_LABELS if key in labels),
@@ -114,8 +169,8 @@ def summarize_node(node, resources=None):
         "errors": [],
     }
     for field in ("capacity", "allocatable"):
-        for resource, raw in (status.get(field) or {}).items():
-            wanted = resource in resources if resources is not None else is_gpu_resource(resource)
+        for resource, raw in fields[field].items():
+            wanted = resource in resources if resources is not None else is_gpu_resource(str(resource))
             if not wanted:
                 continue
             try:

@@ -14,6 +14,11 @@ import xml.etree.ElementTree as ET
 
 # nvidia-smi exits 6 when "No devices were found" (NVML_ERROR_NOT_FOUND).
 NO_DEVICES_RC = 6
+# timeout(1) exits 124 when the command ran past its limit; when it had to SIGKILL the command after
+# the grace period (a process stuck in the driver ignores SIGTERM) it is killed with its process
+# group: 137 (128 + 9) through a shell, -9 as Python's subprocess reports it.
+TIMEOUT_RCS = (124, 137, -9)
+KILL_AFTER = 5
 MIB_RE = re.compile(r"^\s*(\d+)\s*MiB\s*$")
 
 
@@ -21,9 +26,28 @@ class NvidiaSmiError(ValueError):
     """nvidia-smi output that cannot be read."""
 
 
-def query_argv(binary="nvidia-smi"):
-    """argv of the full XML query."""
-    return [binary, "-q", "-x"]
+def query_argv(binary="nvidia-smi", timeout=None, timeout_binary=None):
+    """argv of the full XML query, under ``timeout_binary`` (coreutils timeout) when both are given.
+
+    A hung nvidia-smi (common with a broken driver) is sent SIGTERM after ``timeout`` seconds and
+    SIGKILL ``KILL_AFTER`` seconds later.
+    """
+    argv = [binary, "-q", "-x"]
+    if timeout and timeout_binary:
+        return [timeout_binary, "--kill-after=%d" % KILL_AFTER, str(int(timeout)), *argv]
+    return argv
+
+
+def decode_output(data):
+    """Text of nvidia-smi's output: UTF-8, with undecodable bytes replaced (U+FFFD), never an error.
+
+    Product names and error messages have been seen in other encodings; the XML still parses.
+    """
+    if data is None:
+        return ""
+    if isinstance(data, str):
+        return data
+    return data.decode("utf-8", errors="replace")
 
 
 def _text(element, path):
@@ -111,8 +135,18 @@ def _strip_doctype(text):
     return re.sub(r"<!DOCTYPE[^>]*>", "", text, count=1)
 
 
-def interpret_run(rc, stdout, stderr):
-    """Facts from one nvidia-smi run: ``(facts, message)``; raises NvidiaSmiError on failure."""
+def interpret_run(rc, stdout, stderr, timeout=None):
+    """Facts from one nvidia-smi run: ``(facts, message)``; raises NvidiaSmiError on failure.
+
+    ``stdout``/``stderr`` may be bytes (decoded with replacement). With ``timeout`` set (the run was
+    wrapped by timeout(1)), exit codes 124 and 137 mean nvidia-smi did not answer in time.
+    """
+    stdout = decode_output(stdout)
+    stderr = decode_output(stderr)
+    if timeout and rc in TIMEOUT_RCS:
+        raise NvidiaSmiError(
+            "nvidia-smi -q -x did not answer within %d seconds (timeout) and was stopped; the NVIDIA driver "
+            "is probably hung (check dmesg for Xid errors), or raise the module's timeout option" % int(timeout))
     if rc == NO_DEVICES_RC or (rc != 0 and "No devices were found" in (stdout + stderr)):
         return {"driver_version": None, "cuda_version": None, "gpus": []}, "nvidia-smi found no GPUs"
     if rc != 0:

@@ -129,6 +129,22 @@ def _group_member(device):
     return {key: device[key] for key in ("address", "vendor_id", "device_id", "class", "class_name", "driver")}
 
 
+def sysfs_path_problem(sysfs_path):
+    """Why ``sysfs_path`` cannot be read as a sysfs tree, or '' when it can.
+
+    A missing or non-directory root would otherwise read as "no GPUs", which hides a typo or an
+    unmounted /sys behind a wrong answer.
+    """
+    if not os.path.exists(sysfs_path):
+        return "sysfs_path %s does not exist" % sysfs_path
+    if not os.path.isdir(sysfs_path):
+        return "sysfs_path %s is not a directory" % sysfs_path
+    devices = os.path.join(sysfs_path, "bus", "pci", "devices")
+    if os.path.exists(devices) and not os.path.isdir(devices):
+        return "%s is not a directory" % devices
+    return ""
+
+
 def gpu_facts(sysfs_path):
     """``(pci_gpus, iommu_enabled)`` for a sysfs tree.
 

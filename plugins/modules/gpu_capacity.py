@@ -87,8 +87,14 @@ requirements:
 author:
   - cps.gpu_cluster contributors (@cps-gpu-cluster)
 notes:
+  - Quantities follow Kubernetes' resource.Quantity grammar (C(2), C(1k), C(1Ki), C(1e3), C(2000m), C(2E),
+    C(.5)). GPU resources count whole devices, so a quantity whose value is fractional (C(500m), C(0.5)) or
+    negative is malformed, in a Node and in C(expected).
   - Malformed quantities (for example C(nvidia.com/gpu=two)) are reported as shortfalls naming the node,
     never as a traceback.
+  - A malformed Node object (not a mapping; C(metadata), C(labels), C(status), C(capacity) or C(allocatable)
+    not a mapping; C(conditions) or C(taints) not a list of mappings) fails the module naming the node and
+    the field.
   - A node labelled C(gpu=true) or C(nvidia.com/gpu.present=true) that advertises no GPU resource is a
     shortfall.
   - Cost is linear in the number of nodes; 5,000 nodes evaluate in well under a second (docs/verify.md).
@@ -190,6 +196,7 @@ import traceback
 from ansible.module_utils.basic import AnsibleModule, env_fallback, missing_required_lib
 
 from ansible_collections.cps.gpu_cluster.plugins.module_utils.gpu_capacity import (
+    MalformedNodeError,
     evaluate,
     list_all,
     matches_selector,
@@ -280,7 +287,10 @@ def main():
     attempts = 0
     while True:
         attempts += 1
-        result = evaluate(read_nodes(), params["resources"], params["expected"], params["require_ready"])
+        try:
+            result = evaluate(read_nodes(), params["resources"], params["expected"], params["require_ready"])
+        except MalformedNodeError as exc:
+            module.fail_json(msg="Malformed Node object, cannot read its GPU capacity: %s" % exc, attempts=attempts)
         if (not result["shortfalls"] or not params["wait"] or params["nodes"] is not None
                 or time.monotonic() + params["wait_sleep"] > deadline):
             break

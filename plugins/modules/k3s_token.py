@@ -91,10 +91,18 @@ def main():
         if problem:
             module.fail_json(msg="%s: set k3s_token to a safe value or leave it unset" % problem)
 
+    if os.path.isdir(path):
+        module.fail_json(msg="%s is a directory: point path at the token file (for example %s/cluster-token)"
+                             % (path, path.rstrip("/")))
     current = None
     if os.path.exists(path):
-        with open(path) as handle:
-            current = handle.read().strip() or None
+        try:
+            with open(path) as handle:
+                current = handle.read().strip() or None
+        except OSError as exc:
+            module.fail_json(msg="Cannot read the k3s token file %s: %s" % (path, exc.strerror or exc))
+        except UnicodeDecodeError:
+            module.fail_json(msg="The k3s token file %s is not text: remove it or set k3s_token" % path)
 
     generated = False
     if current and (given is None or given == current):

@@ -23,16 +23,29 @@ options:
       - Path of the nvidia-smi binary. By default it is looked up on C(PATH) and in C(/usr/bin).
       - A path that is not an executable file is treated as nvidia-smi not being installed.
     type: path
+  timeout:
+    description:
+      - Seconds nvidia-smi may take before it is stopped and the module fails, naming the command and the
+        limit. A hung nvidia-smi is common with a broken driver.
+      - Runs nvidia-smi under coreutils C(timeout); where that is missing the module warns and runs without.
+      - C(0) disables the limit.
+    type: int
+    default: 30
 author:
   - cps.gpu_cluster contributors (@cps-gpu-cluster)
 notes:
   - nvidia-smi's C(N/A) values are returned as null.
   - nvidia-smi exiting 6 (C(No devices were found)) is reported as zero GPUs, not as a failure.
+  - Output that is not valid UTF-8 is decoded with replacement characters and still parsed.
 """
 
 EXAMPLES = r"""
 - name: Read the GPUs the NVIDIA driver sees
   cps.gpu_cluster.nvidia_gpu_facts:
+
+- name: Give a slow driver two minutes
+  cps.gpu_cluster.nvidia_gpu_facts:
+    timeout: 120
 
 - name: The worker has its two A100s
   ansible.builtin.assert:
@@ -138,7 +151,10 @@ from ansible_collections.cps.gpu_cluster.plugins.module_utils.nvidia_smi import 
 
 def main():
     module = AnsibleModule(
-        argument_spec=dict(nvidia_smi_path=dict(type="path")),
+        argument_spec=dict(
+            nvidia_smi_path=dict(type="path"),
+            timeout=dict(type="int", default=30),
+        ),
         supports_check_mode=True,
     )
     binary = module.params["nvidia_smi_path"] or module.get_bin_path("nvidia-smi", opt_dirs=["/usr/bin"])
@@ -151,11 +167,19 @@ def main():
             msg="nvidia-smi is not installed on this host (with the GPU Operator the driver runs in a "
                 "container); use cps.gpu_cluster.pci_gpu_facts to count passed-through GPUs",
         )
-    rc, stdout, stderr = module.run_command(query_argv(binary))
+    timeout = module.params["timeout"]
+    if timeout < 0:
+        module.fail_json(msg="timeout must be 0 (no limit) or a number of seconds, got %d" % timeout)
+    timeout_binary = module.get_bin_path("timeout", opt_dirs=["/usr/bin", "/bin"]) if timeout else None
+    if timeout and not timeout_binary:
+        module.warn("coreutils timeout is not installed: nvidia-smi runs without the %d s limit" % timeout)
+        timeout = 0
+    argv = query_argv(binary, timeout, timeout_binary)
+    rc, stdout, stderr = module.run_command(argv, encoding=None)
     try:
-        result, message = interpret_run(rc, stdout, stderr)
+        result, message = interpret_run(rc, stdout, stderr, timeout)
     except NvidiaSmiError as exc:
-        module.fail_json(msg="Could not read the GPUs with %s: %s" % (binary, exc), rc=rc)
+        module.fail_json(msg="Could not read the GPUs with %s: %s" % (binary, exc), rc=rc, cmd=argv)
     facts["nvidia_gpus"] = result["gpus"]
     facts["nvidia_driver_version"] = result["driver_version"]
     module.exit_json(changed=False, nvidia_smi_found=True, ansible_facts=facts, msg=message)

@@ -21,6 +21,7 @@ options:
   sysfs_path:
     description:
       - Root of the sysfs tree to read. Point it at a captured tree in tests.
+      - A path that does not exist or is not a directory fails the module (rather than reporting no GPUs).
     type: path
     default: /sys
   use_lspci:
@@ -144,6 +145,7 @@ from ansible_collections.cps.gpu_cluster.plugins.module_utils.pci_sysfs import (
     gpu_facts,
     merge_lspci,
     parse_lspci_nnk,
+    sysfs_path_problem,
 )
 
 
@@ -156,7 +158,14 @@ def main():
         supports_check_mode=True,
     )
     sysfs_path = module.params["sysfs_path"]
-    gpus, enabled = gpu_facts(sysfs_path)
+    problem = sysfs_path_problem(sysfs_path)
+    if problem:
+        module.fail_json(msg="Cannot read the PCI devices: %s (point sysfs_path at a mounted sysfs, /sys by default)"
+                         % problem)
+    try:
+        gpus, enabled = gpu_facts(sysfs_path)
+    except OSError as exc:
+        module.fail_json(msg="Cannot read the PCI devices under %s: %s" % (sysfs_path, exc))
     if module.params["use_lspci"]:
         lspci = module.get_bin_path("lspci", required=True)
         rc, out, err = module.run_command([lspci, "-nnk"])

@@ -1,5 +1,6 @@
-"""component_delivery in fleet mode on localhost, and the SKIPPED lines of the
-storage and gpu phases when direct delivery has no cluster."""
+"""component_delivery in fleet mode on localhost, and the storage and gpu phases when direct
+delivery has no cluster: SKIPPED in a lab (gpu_cluster_lab) or on a CPU-only cluster, FAILED
+with the reason anywhere else."""
 
 from __future__ import annotations
 
@@ -94,15 +95,24 @@ def test_broken_component_fails_with_what_to_change(tmp_path):
     assert "chart.version must be pinned" in out
 
 
-def test_storage_phase_skips_without_a_cluster():
-    rc, out = playbook(REPO / "playbooks" / "storage.yml", "-i", CPU_ONLY, "--limit", "localhost")
+def test_storage_phase_skips_without_a_cluster_in_a_lab():
+    rc, out = playbook(REPO / "playbooks" / "storage.yml", "-i", CPU_ONLY, "--limit", "localhost",
+                       "-e", "gpu_cluster_lab=true")
     assert rc == 0, out
     lines = [line for line in out.splitlines() if "SKIPPED storage:" in line]
     assert len(lines) == 1, out
     assert "kubeconfig /nonexistent/cpu-lab.yaml does not exist" in lines[0]
 
 
+def test_storage_phase_fails_without_a_cluster_outside_a_lab():
+    rc, out = playbook(REPO / "playbooks" / "storage.yml", "-i", CPU_ONLY, "--limit", "localhost")
+    assert rc != 0, out
+    assert "SKIPPED storage:" not in out
+    assert "FAILED storage: kubeconfig /nonexistent/cpu-lab.yaml does not exist (run playbooks/k3s.yml" in out
+
+
 def test_gpu_phase_skips_on_a_cpu_only_cluster():
+    """No GPU workers is the user's choice: SKIPPED outside a lab too."""
     rc, out = playbook(REPO / "playbooks" / "gpu.yml", "-i", CPU_ONLY)
     assert rc == 0, out
     lines = [line for line in out.splitlines() if "SKIPPED gpu:" in line]
@@ -110,16 +120,29 @@ def test_gpu_phase_skips_on_a_cpu_only_cluster():
     assert "no hosts in group gpu_workers" in lines[0]
 
 
-def test_gpu_phase_skips_without_a_reachable_api(tmp_path):
+def unreachable_kubeconfig(tmp_path):
     kubeconfig = tmp_path / "kubeconfig"
     kubeconfig.write_text(yaml.safe_dump({
         "apiVersion": "v1", "kind": "Config", "current-context": "x",
         "clusters": [{"name": "x", "cluster": {"server": "https://127.0.0.1:1"}}],
         "contexts": [{"name": "x", "context": {"cluster": "x", "user": "x"}}],
         "users": [{"name": "x", "user": {"token": "t"}}]}))
+    return kubeconfig
+
+
+def test_gpu_phase_skips_without_a_reachable_api_in_a_lab(tmp_path):
     rc, out = playbook(REPO / "playbooks" / "gpu.yml", "-i", REPO / "inventories" / "homelab",
-                       "-e", f"gpu_cluster_kubeconfig={kubeconfig}")
+                       "-e", f"gpu_cluster_kubeconfig={unreachable_kubeconfig(tmp_path)}", "-e", "gpu_cluster_lab=true")
     assert rc == 0, out
     lines = [line for line in out.splitlines() if "SKIPPED gpu:" in line]
     assert len(lines) == 1, out
     assert "no Kubernetes API server answers at 127.0.0.1:1" in lines[0]
+
+
+def test_gpu_phase_fails_without_a_reachable_api_outside_a_lab(tmp_path):
+    rc, out = playbook(REPO / "playbooks" / "gpu.yml", "-i", REPO / "inventories" / "homelab",
+                       "-e", f"gpu_cluster_kubeconfig={unreachable_kubeconfig(tmp_path)}")
+    assert rc != 0, out
+    assert "SKIPPED gpu:" not in out
+    assert "FAILED gpu: no Kubernetes API server answers at 127.0.0.1:1" in out
+    assert "Deliver the NVIDIA GPU Operator" not in out

@@ -133,8 +133,8 @@ def test_gpu_capacity_shortfalls_fail_with_every_sentence(results):
     result = results["short"]
     assert result["failed"] is True and result["changed"] is False
     expected = [
-        "node wk-gpu4 reports a malformed capacity quantity for nvidia.com/gpu: 'lots' is not a whole-number quantity",
-        "node wk-gpu4 reports a malformed allocatable quantity for nvidia.com/gpu: 'lots' is not a whole-number quantity",
+        "node wk-gpu4 reports a malformed capacity quantity for nvidia.com/gpu: 'lots' is not a Kubernetes quantity (e.g. 2, 1k, 1Ki, 1e3, 500m)",
+        "node wk-gpu4 reports a malformed allocatable quantity for nvidia.com/gpu: 'lots' is not a Kubernetes quantity (e.g. 2, 1k, 1Ki, 1e3, 500m)",
         "node wk-gpu1 has 1 allocatable nvidia.com/gpu, expected 2",
         "node wk-gpu2 is NotReady; it is expected to offer 2 nvidia.com/gpu",
         "node wk-gpu3 is cordoned (unschedulable); it is expected to offer 2 nvidia.com/gpu",
@@ -167,7 +167,7 @@ def test_gpu_capacity_rejects_bad_expectations(results):
     result = results["bad_expected"]
     assert result["failed"] is True
     assert result["msg"] == ("Invalid option expected: expected.nvidia.com/gpu must be a whole number of devices: "
-                             "'many' is not a whole-number quantity")
+                             "'many' is not a Kubernetes quantity (e.g. 2, 1k, 1Ki, 1e3, 500m)")
 
 
 @capacity_case("unreachable")

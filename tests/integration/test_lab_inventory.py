@@ -7,6 +7,7 @@ from __future__ import annotations
 import json
 import os
 import subprocess
+import sys
 from pathlib import Path
 
 import pytest
@@ -82,3 +83,53 @@ def test_lab_inventory_passes_preflight(lab_inventory):
                             capture_output=True, text=True, check=False)
     assert result.returncode == 0, result.stdout + result.stderr
     assert "Inventory OK: cluster lab, 3 server(s), 2 agent(s) (1 GPU worker(s)), 1 Proxmox host(s)" in result.stdout
+
+
+def test_lab_nfs_export_lists_only_node_addresses_and_is_not_world_writable(lab_inventory, resolved, tmp_path):
+    """The role nfs_server, with the lab's inventory, exports to the five nodes' addresses only,
+    root squashed, from a directory owned by the dedicated uid/gid that is not world-writable."""
+    assert hosts_of(resolved, "nfs_servers") == {"lab-pve1"}
+    hostvars = resolved["_meta"]["hostvars"]
+    assert hostvars["lab-pve1"]["gpu_cluster_node_ip"] == hostvars["lab-pve1"]["gpu_cluster_nfs_server"]
+    node_ips = [hostvars[host]["gpu_cluster_node_ip"] for host in sorted(hosts_of(resolved, "k3s_cluster"))]
+    exports = tmp_path / "gpu-cluster.exports"
+    facts = tmp_path / "nfs.json"
+    playbook = tmp_path / "render_nfs.yml"
+    playbook.write_text(f"""---
+- name: Render the lab's NFS export with the role's defaults
+  hosts: nfs_servers
+  gather_facts: false
+  tasks:
+    - name: Run the role's preflight (and expose its defaults)
+      ansible.builtin.include_role:
+        name: cps.gpu_cluster.nfs_server
+        tasks_from: preflight
+        public: true
+    - name: Render the exports file
+      ansible.builtin.template:
+        src: {REPO}/roles/nfs_server/templates/etc/exports.d/gpu-cluster.exports.j2
+        dest: {exports}
+        mode: "0644"
+    - name: Write the directory's owner and mode
+      ansible.builtin.copy:
+        content: "{{{{ {{'owner': nfs_server_export_owner, 'group': nfs_server_export_group,
+                       'mode': nfs_server_export_mode}} | to_json }}}}"
+        dest: {facts}
+        mode: "0644"
+""")
+    result = subprocess.run(["ansible-playbook", str(playbook), "-i", str(lab_inventory),
+                             "-e", "ansible_connection=local", "-e", f"ansible_python_interpreter={sys.executable}"],
+                            cwd=REPO, env=ansible_env(), capture_output=True, text=True, check=False)
+    assert result.returncode == 0, result.stdout + result.stderr
+    lines = [line for line in exports.read_text().splitlines() if line and not line.startswith("#")]
+    assert len(lines) == 1
+    path, *clients = lines[0].split()
+    assert path == "/export/k3s"
+    assert sorted(client.split("(")[0] for client in clients) == sorted(node_ips)
+    assert len(node_ips) == 5 and "/" not in " ".join(client.split("(")[0] for client in clients)
+    for client in clients:
+        options = client.split("(", 1)[1].rstrip(")").split(",")
+        assert "root_squash" in options and "no_root_squash" not in options, client
+    directory = json.loads(facts.read_text())
+    assert (str(directory["owner"]), str(directory["group"])) == ("2049", "2049")
+    assert not int(directory["mode"], 8) & 0o002, directory

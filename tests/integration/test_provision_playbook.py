@@ -31,6 +31,12 @@ import json, os, sys
 args = sys.argv[1:]
 with open(os.environ["FAKE_TF_LOG"], "a") as log:
     log.write(json.dumps({"argv": args, "token": bool(os.environ.get("PROXMOX_VE_API_TOKEN"))}) + "\n")
+if os.environ.get("FAKE_TF_FAIL") and args[:1] in (["plan"], ["apply"]):
+    token = os.environ.get("PROXMOX_VE_API_TOKEN", "")
+    print("proxmox_virtual_environment_vm.control_plane: Refreshing state... token " + token)
+    sys.stderr.write("Error: error creating VM wk-gpu1: received an HTTP 401 response - "
+                     "Reason: authentication failure for token " + token + "\n")
+    sys.exit(1)
 if args[:2] == ["version", "-json"]:
     print(json.dumps({"terraform_version": "1.9.8"}))
 elif args[:2] == ["workspace", "list"]:
@@ -65,9 +71,10 @@ def setup(tmp_path):
     extra = json.dumps({"gpu_cluster_terraform_binary": str(fake), "gpu_cluster_provision_ssh_public_keys": [KEY],
                         "gpu_cluster_provision_ssh_timeout": 30})
 
-    def run(*args):
+    def run(*args, environment=None):
         done = subprocess.run([ANSIBLE_PLAYBOOK, "playbooks/provision.yml", "-i", str(inventory), "-e", extra, *args],
-                              cwd=REPO, env=env, capture_output=True, text=True, timeout=300, check=False)
+                              cwd=REPO, env=dict(env, **(environment or {})), capture_output=True, text=True,
+                              timeout=300, check=False)
         calls = [json.loads(line) for line in log.read_text().splitlines()] if log.exists() else []
         log.unlink(missing_ok=True)
         return done, calls
@@ -142,3 +149,56 @@ def parsed_vars(variables: dict[str, str]) -> dict:
     return {"proxmox_node": "pve1", "proxmox_host_address": "10.0.0.2", "template_vm_id": 9000, "scratch_storage": "x",
             "cluster_name": "homelab", "node_network": "10.0.0.0/24", "gateway": "10.0.0.1", "dns_servers": [],
             "gpu_workers": workers}
+
+
+SECRET = "00000000"
+TOKEN = "terraform@pve!gpu-cluster=" + SECRET
+
+
+# -vvv is not covered: ansible-core prints the task environment (the token) in its EXEC line there.
+@pytest.mark.parametrize("args", [(), ("-v",), ("--check",), ("--check", "-v", "--diff"), ("-vv", "--diff")])
+def test_terraform_failure_shows_its_error_without_the_token(setup, args):
+    done, calls = setup(*args, environment={"FAKE_TF_FAIL": "1",
+                                            "PROXMOX_VE_API_TOKEN": TOKEN})
+    out = done.stdout + done.stderr
+    assert done.returncode != 0, out
+    assert any(c["argv"][0] == "plan" for c in calls), calls
+    assert "received an HTTP 401 response - Reason: authentication failure for token <redacted>" in out, out[-3000:]
+    assert "Refreshing state... token <redacted>" in out
+    assert "terraform %s in " % ("plan" if "--check" in args else "apply") in out
+    assert SECRET not in out, "the Proxmox API token secret leaked"
+    assert "SKIPPED provision" not in out
+
+
+def test_terraform_failure_redacts_a_secret_given_alone(setup):
+    """PROXMOX_TOKEN_SECRET with gpu_cluster_proxmox_api_token_id: the secret part is redacted too."""
+    secret = "5ec4e7-5ec4e7-5ec4e7"
+    done, _calls = setup("-v", "-e", "gpu_cluster_proxmox_api_token_id=terraform@pve!gpu-cluster",
+                         environment={"FAKE_TF_FAIL": "1", "PROXMOX_VE_API_TOKEN": "", "PROXMOX_TOKEN_SECRET": secret})
+    out = done.stdout + done.stderr
+    assert done.returncode != 0 and "authentication failure for token <redacted>" in out, out[-3000:]
+    assert secret not in out
+
+
+def test_missing_token_fails_outside_the_lab(setup):
+    done, calls = setup(environment={"PROXMOX_VE_API_TOKEN": "", "PROXMOX_TOKEN_SECRET": ""})
+    out = done.stdout + done.stderr
+    assert done.returncode != 0
+    assert "FAILED provision: no Proxmox API token in the environment" in out
+    assert "SKIPPED provision" not in out
+    assert not [c for c in calls if c["argv"][0] in ("plan", "apply")]
+
+
+def test_missing_terraform_fails_outside_the_lab(setup):
+    done, _calls = setup("-e", "gpu_cluster_terraform_binary=/nonexistent/terraform")
+    assert done.returncode != 0
+    assert "FAILED provision: no terraform binary (/nonexistent/terraform) on PATH" in done.stdout
+
+
+def test_lab_and_switched_off_skip(setup):
+    for extra, line in (("gpu_cluster_lab=true", "SKIPPED provision: lab inventory (gpu_cluster_lab)"),
+                        ("gpu_cluster_provision_enabled=false", "SKIPPED provision: gpu_cluster_provision_enabled is false")):
+        done, calls = setup("-e", extra, environment={"PROXMOX_VE_API_TOKEN": ""})
+        assert done.returncode == 0, done.stdout + done.stderr
+        assert done.stdout.count(line) == 1, done.stdout
+        assert "FAILED provision" not in done.stdout and not calls

@@ -1,5 +1,6 @@
 """playbooks/proxmox_host.yml on localhost where it must not touch the host: without GPUs it
-says so in exactly one SKIPPED line; without API credentials the mapping part says why."""
+says so in exactly one SKIPPED line (switched off); without API credentials the mapping part says
+SKIPPED in a lab (gpu_cluster_lab) and FAILS with the reason anywhere else."""
 
 from __future__ import annotations
 
@@ -47,12 +48,26 @@ def test_no_gpus_one_skipped_line(tmp_path):
         '"msg": "SKIPPED proxmox_host: no GPUs to pass through on pvetest (gpu_cluster_gpu_pci_ids is empty)"']
 
 
-def test_no_credentials_skips_mappings(tmp_path):
-    rc, out = run(tmp_path, {"gpu_cluster_gpu_pci_devices": [{"name": "a100-0", "address": "0000:17:00.0"}],
-                             "gpu_cluster_proxmox_api_url": "https://10.0.0.2:8006/api2/json",
-                             "gpu_cluster_proxmox_api_token_id": "terraform@pve!gpu-cluster"})
+CREDENTIALLESS = {"gpu_cluster_gpu_pci_devices": [{"name": "a100-0", "address": "0000:17:00.0"}],
+                  "gpu_cluster_proxmox_api_url": "https://10.0.0.2:8006/api2/json",
+                  "gpu_cluster_proxmox_api_token_id": "terraform@pve!gpu-cluster"}
+
+
+def test_no_credentials_skips_mappings_in_a_lab(tmp_path):
+    rc, out = run(tmp_path, dict(CREDENTIALLESS, gpu_cluster_lab=True))
     assert rc == 0, out
     lines = skipped_lines(out)
     assert len(lines) == 2
     assert "PCI mappings not created on pvetest: no Proxmox API credentials" in lines[1]
     assert "PROXMOX_TOKEN_SECRET" in lines[1]
+    assert "FAILED proxmox_host" not in out
+
+
+def test_no_credentials_fails_outside_a_lab(tmp_path):
+    rc, out = run(tmp_path, CREDENTIALLESS)
+    assert rc != 0, out
+    assert len(skipped_lines(out)) == 1, "only the switched-off passthrough (no gpu_cluster_gpu_pci_ids) is SKIPPED"
+    assert ("FAILED proxmox_host: PCI mappings not created on pvetest: no Proxmox API credentials (set "
+            "gpu_cluster_proxmox_api_url, gpu_cluster_proxmox_api_token_id and PROXMOX_TOKEN_SECRET)") in out
+    assert "Read the GPUs' ids and IOMMU groups on the host" not in out, "nothing runs after the failure"
+

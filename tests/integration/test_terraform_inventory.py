@@ -1,6 +1,7 @@
 """The inventory terraform/proxmox would write passes playbooks/preflight.yml
 (homelab sizes, and 1 control plane + 1 GPU worker), and playbooks/provision.yml
-says `SKIPPED provision: <reason>` once, without failing, when it cannot run."""
+says `SKIPPED provision: <reason>` once, without failing, when switched off or in a lab, and fails
+with `FAILED provision: <reason>` when it cannot run anywhere else."""
 
 from __future__ import annotations
 
@@ -107,16 +108,16 @@ def skipped_lines(done: subprocess.CompletedProcess) -> list[str]:
 
 
 @pytest.mark.parametrize("check", [False, True], ids=["apply", "check"])
-def test_provision_skips_without_terraform(check, tmp_path):
+def test_provision_fails_without_terraform_outside_a_lab(check, tmp_path):
     env = ansible_env(PATH=f"{Path(sys.executable).parent}:/usr/bin:/bin", PROXMOX_VE_API_TOKEN="u@pve!t=s")
     env.pop("PROXMOX_TOKEN_SECRET", None)
     done = playbook("provision.yml", REPO / "inventories" / "homelab", *(["--check"] if check else []), env=env)
-    assert done.returncode == 0, done.stdout + done.stderr
-    lines = skipped_lines(done)
-    assert len(lines) == 1 and "no terraform binary (terraform) on PATH" in lines[0], done.stdout
+    assert done.returncode != 0, done.stdout + done.stderr
+    assert skipped_lines(done) == [], done.stdout
+    assert "FAILED provision: no terraform binary (terraform) on PATH" in done.stdout, done.stdout
 
 
-def test_provision_skips_without_credentials(tmp_path):
+def test_provision_fails_without_credentials_outside_a_lab(tmp_path):
     inventory = tmp_path / "inventory"
     shutil.copytree(REPO / "inventories" / "homelab", inventory)
     (inventory / "group_vars" / "all" / "zz-test.yml").write_text("gpu_cluster_terraform_binary: /bin/true\n")
@@ -124,9 +125,9 @@ def test_provision_skips_without_credentials(tmp_path):
     for name in ("PROXMOX_VE_API_TOKEN", "PROXMOX_TOKEN_SECRET"):
         env.pop(name, None)
     done = playbook("provision.yml", inventory, env=env)
-    assert done.returncode == 0, done.stdout + done.stderr
-    lines = skipped_lines(done)
-    assert len(lines) == 1 and "no Proxmox API token in the environment" in lines[0], done.stdout
+    assert done.returncode != 0, done.stdout + done.stderr
+    assert skipped_lines(done) == [], done.stdout
+    assert "FAILED provision: no Proxmox API token in the environment" in done.stdout, done.stdout
 
 
 def test_provision_can_be_switched_off(tmp_path):

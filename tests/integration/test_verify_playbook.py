@@ -1,7 +1,8 @@
 """playbooks/verify.yml on a one-worker inventory whose "GPU worker" is this machine (no GPUs).
 
-Without ``gpu_cluster_lab`` the worker's missing GPUs are a FAIL that names the numbers, the report
-says FAIL and the phase fails; with ``gpu_cluster_lab: true`` the same worker is SKIPPED.
+Without ``gpu_cluster_lab`` the worker's missing GPUs are a FAIL that names the numbers, the parts
+that cannot reach a cluster (no kubeconfig) are FAIL with the reason, the report says FAIL and the
+phase fails; with ``gpu_cluster_lab: true`` the same worker and parts are SKIPPED.
 """
 
 from __future__ import annotations
@@ -59,10 +60,18 @@ def test_missing_gpus_fail_with_numbers(tmp_path, local_has_no_gpu):
     report = (tmp_path / "testreal-verify.md").read_text()
     assert "**Result: FAIL**" in report
     assert "- FAIL GPUs on wk-local: PCI shows 0 NVIDIA GPU(s), the inventory declares 2" in report
+    # no cluster outside a lab: FAIL with the reason, never SKIPPED
+    assert "SKIPPED verify:" not in proc.stdout
+    assert f"FAIL capacity and nodes Ready: kubeconfig {tmp_path}/absent does not exist" in proc.stdout
+    assert "FAIL smoke tests and health Jobs" in proc.stdout
+    assert "capacity, nodes Ready" in proc.stdout.split("FAIL verify:")[-1]
+    assert "| smoke tests and health Jobs | FAIL |" in report
 
 
 def test_lab_worker_without_gpus_is_skipped(tmp_path, local_has_no_gpu):
     proc = run_verify(tmp_path, lab=True)
     assert proc.returncode == 0, proc.stdout[-3000:]
     assert proc.stdout.count("SKIPPED verify: GPUs on wk-local: no NVIDIA GPU on the PCI bus") == 1
+    assert proc.stdout.count("SKIPPED verify: capacity and nodes Ready: kubeconfig") == 1
+    assert '"msg": "FAIL' not in proc.stdout
     assert "**Result: PASS**" in (tmp_path / "testlab-verify.md").read_text()

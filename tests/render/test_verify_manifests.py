@@ -28,10 +28,12 @@ def render(out: Path, *extra: str) -> subprocess.CompletedProcess:
                ANSIBLE_COLLECTIONS_PATH=str(REPO / "collections"), ANSIBLE_INJECT_FACT_VARS="false",
                ANSIBLE_FORCE_COLOR="0")
     argv = ["ansible-playbook", str(REPO / "playbooks" / "verify.yml"), "-i", str(HOMELAB),
-            # the workers are "unreachable" (port 1) and there is no kubeconfig: every part SKIPPED.
-            # Every host at 127.0.0.1 is an inventory preflight refuses (shared node IPs), so it is
-            # skipped here; the homelab itself passes preflight in tests/integration/test_preflight.py.
-            "-e", "ansible_host=127.0.0.1", "-e", "ansible_port=1", "-e", "gpu_cluster_preflight=false",
+            # the workers are "unreachable" (port 1) and there is no kubeconfig: as a lab, every part
+            # SKIPPED (outside a lab they FAIL: tests/integration/test_verify_playbook.py). Every host at
+            # 127.0.0.1 is an inventory preflight refuses (shared node IPs), so preflight is skipped here;
+            # the homelab itself passes preflight in tests/integration/test_preflight.py.
+            "-e", "ansible_host=127.0.0.1", "-e", "ansible_port=1", "-e", '{"gpu_cluster_lab": true}',
+            "-e", "gpu_cluster_preflight=false",
             "-e", f"gpu_cluster_kubeconfig={out}/absent-kubeconfig",
             "-e", f"gpu_cluster_verify_render_dir={out}/manifests",
             "-e", f"gpu_cluster_verify_report_dir={out}/reports", *extra]

@@ -1,4 +1,9 @@
-"""The NFS server exports /export/k3s to the node network."""
+"""The NFS server exports /export/k3s to the nodes' addresses only, root squashed, from a
+directory owned by the dedicated uid/gid that is not world-writable."""
+
+import stat
+
+UID = GID = 2049
 
 
 def test_packages(host):
@@ -6,23 +11,36 @@ def test_packages(host):
     assert host.package("nfs-common").is_installed
 
 
+def test_dedicated_user_and_group(host):
+    user = host.user("gpu-cluster-nfs")
+    assert user.exists and user.uid == UID and user.gid == GID
+    assert user.shell == "/usr/sbin/nologin"
+    assert host.group("gpu-cluster-nfs").gid == GID
+
+
 def test_export_directory(host):
     export = host.file("/export/k3s")
     assert export.is_directory
-    assert export.mode == 0o777
+    assert export.uid == UID and export.gid == GID
+    assert export.mode == 0o770
+    assert not export.mode & stat.S_IWOTH
 
 
 def test_exports_file(host):
     exports = host.file("/etc/exports.d/gpu-cluster.exports")
     assert exports.mode == 0o644
-    assert "/export/k3s 10.0.0.0/24(rw,sync,no_subtree_check,no_root_squash)" in exports.content_string
+    lines = [line for line in exports.content_string.splitlines() if line and not line.startswith("#")]
+    assert lines == ["/export/k3s 10.0.0.11(rw,sync,no_subtree_check,root_squash,all_squash,anonuid=2049,anongid=2049)"]
 
 
 def test_exportfs_publishes_the_export(host):
     out = host.check_output("exportfs -v")
     assert "/export/k3s" in out
-    assert "10.0.0.0/24" in out
-    assert "no_root_squash" in out
+    assert "10.0.0.11" in out
+    assert "10.0.0.0/24" not in out
+    assert "no_root_squash" not in out
+    assert "root_squash" in out and "all_squash" in out
+    assert "anonuid=2049" in out and "anongid=2049" in out
 
 
 def test_service_enabled(host):

@@ -4,15 +4,18 @@ from __future__ import annotations
 
 import copy
 import json
+from fractions import Fraction
 from pathlib import Path
 
 import pytest
 from ansible_collections.cps.gpu_cluster.plugins.module_utils.gpu_capacity import (
+    MalformedNodeError,
     QuantityError,
     evaluate,
     list_all,
     matches_selector,
     parse_quantity,
+    quantity_value,
     summarize_node,
     validate_expected,
 )
@@ -213,22 +216,67 @@ def test_malformed_quantity_is_a_shortfall_not_a_traceback(t4, raw):
 
 
 @pytest.mark.parametrize("raw, value", [("2", 2), (2, 2), ("1k", 1000), ("1Ki", 1024), (" 3 ", 3), ("1.5k", 1500),
-                                        (4.0, 4)])
+                                        (4.0, 4), ("1e3", 1000), ("1E3", 1000), ("1e+3", 1000), ("2E", 2 * 10 ** 18),
+                                        ("2000m", 2), ("2.", 2), ("+2", 2), ("0", 0), ("-0", 0), ("2.000", 2),
+                                        ("1Ei", 2 ** 60), ("1Mi", 2 ** 20), ("1.5Ki", 1536),
+                                        ("8", 8), ("1G", 10 ** 9), ("20e-1", 2), ("0.002k", 2)])
 def test_parse_quantity(raw, value):
     assert parse_quantity(raw) == value
 
 
-@pytest.mark.parametrize("raw", ["2x", "1.5", "1e3", "-2", -2, 2.5, "m", "1.0001k"])
-def test_parse_quantity_rejects(raw):
+@pytest.mark.parametrize("raw, value", [
+    ("1e3", Fraction(1000)), ("1k", Fraction(1000)), ("500m", Fraction(1, 2)), ("1Ki", Fraction(1024)),
+    ("2E", Fraction(2 * 10 ** 18)), ("0.5", Fraction(1, 2)), (".5", Fraction(1, 2)), ("-1", Fraction(-1)),
+    ("1.5", Fraction(3, 2)), ("1e-3", Fraction(1, 1000)), ("100m", Fraction(1, 10)), ("1.5Gi", Fraction(3 * 2 ** 29)),
+    (3, Fraction(3)), (0.25, Fraction(1, 4)), ("12E-2", Fraction(3, 25)),
+])
+def test_quantity_value_follows_the_kubernetes_grammar(raw, value):
+    assert quantity_value(raw) == value
+
+
+@pytest.mark.parametrize("raw", ["2x", "e3", "1e", "1ki", "1KI", "1 k", "1.2.3", ".", "", "--1", "1e3.5", "1Ki3",
+                                 "1mi", "1K", "5e-1k", "1Eik", "k", "m", "1e99999", None, True, [2], {"a": 1}, float("nan"),
+                                 float("inf")])
+def test_quantity_value_rejects(raw):
     with pytest.raises(QuantityError):
+        quantity_value(raw)
+
+
+@pytest.mark.parametrize("raw, words", [("1.5", "1.5, not a whole number"), ("500m", "0.5, not a whole number"),
+                                        ("0.5", "not a whole number"), ("-2", "negative"), (-2, "negative"),
+                                        (2.5, "not a whole number"), ("1.0001k", "not a whole number"),
+                                        ("1e-3", "not a whole number"), ("m", "not a Kubernetes quantity"),
+                                        ("2x", "not a Kubernetes quantity")])
+def test_parse_quantity_rejects(raw, words):
+    with pytest.raises(QuantityError, match=words):
         parse_quantity(raw)
+
+
+@pytest.mark.parametrize("node, words", [
+    ("wk-gpu1", "must be a mapping"),
+    (["wk-gpu1"], "must be a mapping"),
+    ({"metadata": []}, "metadata is a list"),
+    ({"metadata": {"name": 3}}, "metadata.name must be a string"),
+    ({"metadata": {"name": "wk", "labels": ["gpu=true"]}}, "node wk: metadata.labels is a list"),
+    ({"metadata": {"name": "wk"}, "status": "Ready"}, "node wk: status is a str"),
+    ({"metadata": {"name": "wk"}, "status": {"allocatable": [GPU]}}, "node wk: status.allocatable is a list"),
+    ({"metadata": {"name": "wk"}, "status": {"capacity": "2"}}, "node wk: status.capacity is a str"),
+    ({"metadata": {"name": "wk"}, "status": {"conditions": {"type": "Ready"}}}, "node wk: status.conditions must be a list"),
+    ({"metadata": {"name": "wk"}, "status": {"conditions": ["Ready"]}}, "status.conditions must be a list of mappings"),
+    ({"metadata": {"name": "wk"}, "spec": {"taints": "gpu=true:NoSchedule"}}, "node wk: spec.taints must be a list"),
+    ({"metadata": {"name": "wk"}, "spec": []}, "node wk: spec is a list"),
+])
+def test_malformed_node_is_a_clean_error(node, words):
+    with pytest.raises(MalformedNodeError, match=words):
+        evaluate([node], expected={GPU: 1})
 
 
 def test_validate_expected():
     assert validate_expected({GPU: 2, "per_node": {"a": {GPU: "2"}}}) == []
     problems = validate_expected({GPU: "lots", "per_node": {"a": {GPU: -1}, "b": 3}})
     assert problems == [
-        "expected.nvidia.com/gpu must be a whole number of devices: 'lots' is not a whole-number quantity",
+        "expected.nvidia.com/gpu must be a whole number of devices: 'lots' is not a Kubernetes quantity "
+        "(e.g. 2, 1k, 1Ki, 1e3, 500m)",
         "expected.per_node.a.nvidia.com/gpu must be a whole number of devices: -1 is negative",
         "expected.per_node.b must map resources to counts",
     ]
@@ -261,3 +309,40 @@ def test_list_all_follows_continue_tokens():
 def test_matches_selector(selector, matches):
     node = {"metadata": {"labels": {"gpu": "true", "zone": "a"}}}
     assert matches_selector(node, selector) is matches
+
+
+@pytest.mark.parametrize("path, bad, words", [
+    (("status",), None, None),
+    (("status", "allocatable"), ["nvidia.com/gpu"], "status.allocatable is a list"),
+    (("status", "capacity"), 2, "status.capacity is a int"),
+    (("status", "conditions"), "Ready", "status.conditions must be a list of mappings"),
+    (("metadata", "labels"), "gpu=true", "metadata.labels is a str"),
+    (("spec",), "unschedulable", "spec is a str"),
+])
+def test_real_node_with_a_corrupted_field(t4, path, bad, words):
+    """The captured T4 node with one field removed or replaced by the wrong type."""
+    node = renamed(t4, "wk-gpu1")
+    parent = node
+    for key in path[:-1]:
+        parent = parent[key]
+    if bad is None:
+        del parent[path[-1]]
+        result = evaluate([node], expected={"per_node": {"wk-gpu1": {GPU: 2}}})
+        assert result["nodes"][0]["ready"] is False and result["nodes"][0]["allocatable"] == {}
+        assert "node wk-gpu1 is NotReady; it is expected to offer 2 nvidia.com/gpu" in result["shortfalls"]
+        return
+    parent[path[-1]] = bad
+    with pytest.raises(MalformedNodeError, match="node wk-gpu1: " + words):
+        evaluate([node])
+
+
+def test_real_node_with_exponent_and_milli_quantities(t4):
+    node = renamed(t4, "wk-gpu1")
+    node["status"]["allocatable"][GPU] = "2e0"
+    node["status"]["capacity"][GPU] = "2000m"
+    summary = summarize_node(node)
+    assert summary["allocatable"][GPU] == 2 and summary["capacity"][GPU] == 2 and summary["errors"] == []
+    node["status"]["allocatable"][GPU] = "1500m"
+    assert summarize_node(node)["errors"] == [
+        "node wk-gpu1 reports a malformed allocatable quantity for nvidia.com/gpu: '1500m' is 1.5, "
+        "not a whole number of devices"]

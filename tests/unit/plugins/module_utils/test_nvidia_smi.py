@@ -7,6 +7,7 @@ from pathlib import Path
 import pytest
 from ansible_collections.cps.gpu_cluster.plugins.module_utils.nvidia_smi import (
     NvidiaSmiError,
+    decode_output,
     interpret_run,
     parse_query_xml,
     query_argv,
@@ -103,3 +104,38 @@ def test_run_ok():
 def test_query_argv():
     assert query_argv() == ["nvidia-smi", "-q", "-x"]
     assert query_argv("/usr/local/bin/nvidia-smi") == ["/usr/local/bin/nvidia-smi", "-q", "-x"]
+
+
+def test_query_argv_under_timeout():
+    assert query_argv("/usr/bin/nvidia-smi", 30, "/usr/bin/timeout") == [
+        "/usr/bin/timeout", "--kill-after=5", "30", "/usr/bin/nvidia-smi", "-q", "-x"]
+    assert query_argv("nvidia-smi", 0, "/usr/bin/timeout") == ["nvidia-smi", "-q", "-x"]
+    assert query_argv("nvidia-smi", 30, None) == ["nvidia-smi", "-q", "-x"]
+
+
+@pytest.mark.parametrize("rc", [124, 137, -9])
+def test_timed_out_run_names_the_command_and_the_limit(rc):
+    with pytest.raises(NvidiaSmiError, match=r"nvidia-smi -q -x did not answer within 30 seconds \(timeout\)"):
+        interpret_run(rc, b"", b"", timeout=30)
+
+
+def test_rc_124_without_timeout_is_an_ordinary_failure():
+    with pytest.raises(NvidiaSmiError, match="failed with rc 124"):
+        interpret_run(124, b"", b"boom", timeout=0)
+
+
+def test_non_utf8_output_is_decoded_with_replacement_and_parsed():
+    """The real T4 capture with its product name in Latin-1 (as a misconfigured locale would print)."""
+    raw = (FIXTURES / "tesla-t4.xml").read_bytes().replace(b"<product_name>Tesla T4", b"<product_name>Tesla T4 \xe9\xff")
+    with pytest.raises(UnicodeDecodeError):
+        raw.decode("utf-8")
+    facts, message = interpret_run(0, raw, b"\xff warning\n")
+    assert message == "nvidia-smi reports 1 GPU(s)"
+    assert facts["gpus"][0]["product_name"] == "Tesla T4 \ufffd\ufffd"
+    assert facts["gpus"][0]["uuid"].startswith("GPU-")
+
+
+def test_non_utf8_error_message_is_reported():
+    with pytest.raises(NvidiaSmiError, match="rc 9: NVIDIA-SMI has failed \ufffd"):
+        interpret_run(9, b"", b"NVIDIA-SMI has failed \xe9\n")
+    assert decode_output(None) == "" and decode_output("text") == "text"

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import builtins
 import json
 import os
 import stat
@@ -83,3 +84,42 @@ def test_initialised_cluster_without_token_file_is_not_regenerated(monkeypatch, 
     ok, result = run(monkeypatch, path=str(path), initialised=True)
     assert not ok and "already initialised" in result["msg"]
     assert not path.exists()
+
+
+def test_directory_path_is_a_clean_error(monkeypatch, tmp_path):
+    ok, result = run(monkeypatch, path=str(tmp_path))
+    assert not ok
+    assert result["msg"] == f"{tmp_path} is a directory: point path at the token file (for example {tmp_path}/cluster-token)"
+
+
+@pytest.mark.skipif(os.geteuid() == 0, reason="root reads files whatever their mode")
+def test_unreadable_path_is_a_clean_error(monkeypatch, tmp_path):
+    path = tmp_path / "cluster-token"
+    path.write_text("secret-token-0123456789\n")
+    os.chmod(path, 0)
+    ok, result = run(monkeypatch, path=str(path))
+    assert not ok and result["msg"] == f"Cannot read the k3s token file {path}: Permission denied"
+    assert "secret-token" not in json.dumps(result)
+
+
+def test_unreadable_path_through_open_failing(monkeypatch, tmp_path):
+    """Same as above where the tests run as root: open() raising EACCES, as for a non-root user."""
+    path = tmp_path / "cluster-token"
+    path.write_text("secret-token-0123456789\n")
+    real_open = builtins.open
+
+    def denying_open(file, *args, **kwargs):
+        if str(file) == str(path):
+            raise PermissionError(13, "Permission denied", str(file))
+        return real_open(file, *args, **kwargs)
+
+    monkeypatch.setattr(builtins, "open", denying_open)
+    ok, result = run(monkeypatch, path=str(path))
+    assert not ok and result["msg"] == f"Cannot read the k3s token file {path}: Permission denied"
+
+
+def test_binary_token_file_is_a_clean_error(monkeypatch, tmp_path):
+    path = tmp_path / "cluster-token"
+    path.write_bytes(b"\xff\xfe\x00garbage")
+    ok, result = run(monkeypatch, path=str(path))
+    assert not ok and result["msg"] == f"The k3s token file {path} is not text: remove it or set k3s_token"

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import importlib.util
 import json
+import shutil
 from pathlib import Path
 
 import pytest
@@ -79,3 +80,31 @@ def test_lspci_failure_fails(monkeypatch, tmp_path):
         monkeypatch, {"sysfs_path": str(root), "use_lspci": True}, lambda self, argv, **kw: (1, "", "boom")
     )
     assert kind is FailJson and "lspci -nnk failed" in result["msg"]
+
+
+def test_missing_sysfs_path_fails_instead_of_zero_gpus(monkeypatch, tmp_path):
+    kind, result = run_module(monkeypatch, {"sysfs_path": str(tmp_path / "no-such-sys")})
+    assert kind is FailJson
+    assert result["msg"] == ("Cannot read the PCI devices: sysfs_path %s does not exist (point sysfs_path at a "
+                             "mounted sysfs, /sys by default)" % (tmp_path / "no-such-sys"))
+
+
+def test_file_as_sysfs_path_fails(monkeypatch, tmp_path):
+    (tmp_path / "sys").write_text("not a tree")
+    kind, result = run_module(monkeypatch, {"sysfs_path": str(tmp_path / "sys")})
+    assert kind is FailJson and "sysfs_path %s is not a directory" % (tmp_path / "sys") in result["msg"]
+
+
+def test_devices_directory_that_is_a_file_fails(monkeypatch, tmp_path):
+    root = sysfs_tree.build("host_no_nvidia", tmp_path / "sys")
+    devices = root / "bus" / "pci" / "devices"
+    shutil.rmtree(devices)
+    devices.write_text("")
+    kind, result = run_module(monkeypatch, {"sysfs_path": str(root)})
+    assert kind is FailJson and "devices is not a directory" in result["msg"]
+
+
+def test_tree_without_nvidia_is_zero_gpus_not_a_failure(monkeypatch, tmp_path):
+    root = sysfs_tree.build("host_no_nvidia", tmp_path / "sys")
+    kind, result = run_module(monkeypatch, {"sysfs_path": str(root)})
+    assert kind is ExitJson and result["ansible_facts"]["pci_gpus"] == []

@@ -1,0 +1,79 @@
+# -*- coding: utf-8 -*-
+# Copyright: (c) 2026, cps.gpu_cluster contributors
+# GNU General Public License v3.0+ (see COPYING or https://www.gnu.org/licenses/gpl-3.0.txt)
+"""What a phase does when it cannot run, and failure messages with secrets taken out.
+
+The one rule for every phase playbook (docs/development.md): a phase, or a part of one, that cannot
+run says ``SKIPPED <phase>: <reason>`` and carries on only in a lab (``gpu_cluster_lab: true``) or
+when the user switched that part off; anywhere else it fails with ``FAILED <phase>: <reason>``, so
+``site.yml`` stops instead of going on to hosts that do not exist. Pure functions, unit-tested.
+"""
+
+from __future__ import (absolute_import, division, print_function)
+__metaclass__ = type
+
+RUN = ""
+SKIPPED = "SKIPPED"
+FAIL = "FAIL"
+REDACTED = "<redacted>"
+
+
+def _flag(value):
+    """A boolean inventory value (YAML bool, or the strings Ansible's bool filter accepts)."""
+    if isinstance(value, str):
+        return value.strip().lower() in ("1", "true", "yes", "on", "y", "t")
+    return bool(value)
+
+
+def cannot_run_status(reason, lab=False, switched_off=False):
+    """``""`` when there is no reason not to run; ``"SKIPPED"`` in a lab or for a part the user switched
+    off; ``"FAIL"`` otherwise."""
+    if not reason:
+        return RUN
+    if _flag(switched_off) or _flag(lab):
+        return SKIPPED
+    return FAIL
+
+
+def phase_gate(reason, phase, lab=False, switched_off=False):
+    """``{"status", "msg"}`` for one phase (or ``"<phase>: <part>"``) given why it cannot run.
+
+    ``status`` is ``""`` (run), ``"SKIPPED"`` or ``"FAIL"``; ``msg`` is the one line to print:
+    ``SKIPPED <phase>: <reason>``, or ``FAILED <phase>: <reason>`` with what to do about it.
+    """
+    reason = " ".join(str(reason or "").split())
+    status = cannot_run_status(reason, lab, switched_off)
+    if status == RUN:
+        return {"status": RUN, "msg": ""}
+    if status == SKIPPED:
+        return {"status": SKIPPED, "msg": "SKIPPED %s: %s" % (phase, reason)}
+    return {"status": FAIL,
+            "msg": "FAILED %s: %s (outside a lab a phase that cannot run fails; fix this, or switch the part "
+                   "off, and run it again)" % (phase, reason)}
+
+
+def redact(text, secrets):
+    """``text`` with every non-empty secret replaced by ``<redacted>`` (longest first, so a secret
+    that contains another is taken out whole)."""
+    if text is None:
+        return ""
+    text = text if isinstance(text, str) else str(text)
+    for secret in sorted({str(s) for s in secrets or [] if s}, key=len, reverse=True):
+        text = text.replace(secret, REDACTED)
+    return text
+
+
+def command_failure(result, secrets, what="the command"):
+    """One message from a failed module result (``msg``, ``stdout``, ``stderr``), secrets redacted."""
+    result = result if isinstance(result, dict) else {}
+    parts = []
+    msg = str(result.get("msg") or "").strip()
+    if msg:
+        parts.append(msg)
+    for stream in ("stdout", "stderr"):
+        text = str(result.get(stream) or "").strip()
+        if text and text not in msg:
+            parts.append("%s: %s" % (stream, text))
+    rc = result.get("rc")
+    head = "%s failed%s" % (what, " (rc %s)" % rc if rc is not None else "")
+    return redact(head + (": " + "\n".join(parts) if parts else ""), secrets)
