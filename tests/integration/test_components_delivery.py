@@ -97,7 +97,7 @@ def test_broken_component_fails_with_what_to_change(tmp_path):
 
 def test_storage_phase_skips_without_a_cluster_in_a_lab():
     rc, out = playbook(REPO / "playbooks" / "storage.yml", "-i", CPU_ONLY, "--limit", "localhost",
-                       "-e", "gpu_cluster_lab=true")
+                       "-e", '{"gpu_cluster_lab": true}')
     assert rc == 0, out
     lines = [line for line in out.splitlines() if "SKIPPED storage:" in line]
     assert len(lines) == 1, out
@@ -132,7 +132,7 @@ def unreachable_kubeconfig(tmp_path):
 
 def test_gpu_phase_skips_without_a_reachable_api_in_a_lab(tmp_path):
     rc, out = playbook(REPO / "playbooks" / "gpu.yml", "-i", REPO / "inventories" / "homelab",
-                       "-e", f"gpu_cluster_kubeconfig={unreachable_kubeconfig(tmp_path)}", "-e", "gpu_cluster_lab=true")
+                       "-e", f"gpu_cluster_kubeconfig={unreachable_kubeconfig(tmp_path)}", "-e", '{"gpu_cluster_lab": true}')
     assert rc == 0, out
     lines = [line for line in out.splitlines() if "SKIPPED gpu:" in line]
     assert len(lines) == 1, out

@@ -196,8 +196,8 @@ def test_missing_terraform_fails_outside_the_lab(setup):
 
 
 def test_lab_and_switched_off_skip(setup):
-    for extra, line in (("gpu_cluster_lab=true", "SKIPPED provision: lab inventory (gpu_cluster_lab)"),
-                        ("gpu_cluster_provision_enabled=false", "SKIPPED provision: gpu_cluster_provision_enabled is false")):
+    for extra, line in (('{"gpu_cluster_lab": true}', "SKIPPED provision: lab inventory (gpu_cluster_lab)"),
+                        ('{"gpu_cluster_provision_enabled": false}', "SKIPPED provision: gpu_cluster_provision_enabled is false")):
         done, calls = setup("-e", extra, environment={"PROXMOX_VE_API_TOKEN": ""})
         assert done.returncode == 0, done.stdout + done.stderr
         assert done.stdout.count(line) == 1, done.stdout
