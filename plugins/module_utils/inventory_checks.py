@@ -15,6 +15,8 @@ __metaclass__ = type
 import ipaddress
 import re
 
+from ansible_collections.cps.gpu_cluster.plugins.module_utils.vllm import llm_problems
+
 K3S_MIN_VERSION = (1, 31, 6)
 K3S_VERSION_RE = re.compile(r"^v(\d+)\.(\d+)\.(\d+)\+k3s(\d+)$")
 SEMVER_RE = re.compile(r"^v?\d+\.\d+\.\d+([-+][0-9A-Za-z.+-]+)?$")
@@ -445,4 +447,5 @@ def inventory_problems(groups, hostvars):
     proxmox_problems, devices = _check_proxmox_hosts(groups, hostvars)
     problems.extend(proxmox_problems)
     problems.extend(_check_gpu_workers(groups, hostvars, devices))
+    problems.extend(llm_problems(groups, hostvars))
     return problems
