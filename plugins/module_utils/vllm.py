@@ -598,32 +598,44 @@ def _parse(text):
         return None
 
 
-def judge(check, spec, status, text):
-    """(passed, detail) for one endpoint response (HTTP status and body text)."""
-    body = _parse(text)
-    if status != 200:
-        excerpt = (text or "").strip().replace("\n", " ")[:200]
-        return False, "HTTP %s from %s%s" % (status, check["path"], (": " + excerpt) if excerpt else "")
-    if not isinstance(body, dict):
-        return False, "%s did not answer JSON" % check["path"]
-    if check["check"] == "models":
-        ids = [m.get("id") for m in body.get("data") or [] if isinstance(m, dict)]
-        if spec["model"] in ids:
-            return True, "lists %s" % spec["model"]
-        return False, "lists %s, not %s" % (", ".join(map(str, ids)) or "no model", spec["model"])
-    if check["check"] == "embeddings":
-        data = body.get("data") or []
-        vector = data[0].get("embedding") if data and isinstance(data[0], dict) else None
-        if isinstance(vector, list) and vector and all(isinstance(v, (int, float)) for v in vector):
-            return True, "a %d-dimensional embedding" % len(vector)
-        return False, "no embedding in the answer"
+def _judge_models(spec, body):
+    ids = [m.get("id") for m in body.get("data") or [] if isinstance(m, dict)]
+    if spec["model"] in ids:
+        return True, "lists %s" % spec["model"]
+    return False, "lists %s, not %s" % (", ".join(map(str, ids)) or "no model", spec["model"])
+
+
+def _judge_embeddings(_spec, body):
+    data = body.get("data") or []
+    vector = data[0].get("embedding") if data and isinstance(data[0], dict) else None
+    if isinstance(vector, list) and vector and all(isinstance(x, (int, float)) for x in vector):
+        return True, "a %d-dimensional embedding" % len(vector)
+    return False, "no embedding in the answer"
+
+
+def _judge_chat(_spec, body):
     choices = body.get("choices") or []
     tokens = (body.get("usage") or {}).get("completion_tokens") or 0
     if choices and isinstance(choices[0], dict) and tokens > 0:
         message = choices[0].get("message") or {}
-        text_out = message.get("content") or message.get("reasoning_content") or message.get("reasoning") or ""
-        return True, "%d token(s): %s" % (tokens, " ".join(str(text_out).split())[:60])
+        # reasoning models (Kimi K2.5) may spend a short answer on reasoning_content
+        said = message.get("content") or message.get("reasoning_content") or message.get("reasoning") or ""
+        return True, "%d token(s): %s" % (tokens, " ".join(str(said).split())[:60])
     return False, "no completion in the answer"
+
+
+JUDGES = {"models": _judge_models, "embeddings": _judge_embeddings, "chat": _judge_chat}
+
+
+def judge(check, spec, status, text):
+    """(passed, detail) for one endpoint response (HTTP status and body text)."""
+    if status != 200:
+        excerpt = (text or "").strip().replace("\n", " ")[:200]
+        return False, "HTTP %s from %s%s" % (status, check["path"], (": " + excerpt) if excerpt else "")
+    body = _parse(text)
+    if not isinstance(body, dict):
+        return False, "%s did not answer JSON" % check["path"]
+    return JUDGES[check["check"]](spec, body)
 
 
 def verify_rows(spec, results):
@@ -645,7 +657,7 @@ def verify_rows(spec, results):
     return rows
 
 
-def run_checks(request, spec, wait_timeout=0, sleep=10, clock=None, pause=None):
+def run_checks(request, spec, wait_timeout=0, *, sleep=10, clock=None, pause=None):
     """Run :func:`endpoint_checks` through ``request(method, path, body) -> (status, text)``.
 
     GET /v1/models is retried until it answers 200 or ``wait_timeout`` seconds pass (a model

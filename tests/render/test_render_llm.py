@@ -59,7 +59,7 @@ def undeclared(value, schema, path=""):
                 missing += undeclared(item, schema["properties"][key], path + key + ".")
     elif isinstance(value, list) and "items" in schema:
         for index, item in enumerate(value):
-            missing += undeclared(item, schema["items"], "%s%d." % (path, index))
+            missing += undeclared(item, schema["items"], f"{path}{index}.")
     return missing
 
 
@@ -75,28 +75,28 @@ def restricted_violations(pod_spec):
     for volume in pod_spec.get("volumes") or []:
         kinds = set(volume) - {"name"}
         if not kinds <= allowed_volumes:
-            problems.append("volume %s uses %s" % (volume["name"], kinds - allowed_volumes))
+            problems.append(f"volume {volume['name']} uses {kinds - allowed_volumes}")
     for container in pod_spec["containers"] + pod_spec.get("initContainers", []):
         sc = container.get("securityContext") or {}
         name = container["name"]
         if sc.get("privileged"):
-            problems.append("%s privileged" % name)
+            problems.append(f"{name} privileged")
         if sc.get("allowPrivilegeEscalation") is not False:
-            problems.append("%s: allowPrivilegeEscalation must be false" % name)
+            problems.append(f"{name}: allowPrivilegeEscalation must be false")
         if "ALL" not in ((sc.get("capabilities") or {}).get("drop") or []):
-            problems.append("%s: capabilities must drop ALL" % name)
+            problems.append(f"{name}: capabilities must drop ALL")
         if set((sc.get("capabilities") or {}).get("add") or []) - {"NET_BIND_SERVICE"}:
-            problems.append("%s: adds capabilities" % name)
+            problems.append(f"{name}: adds capabilities")
         if not (sc.get("runAsNonRoot", pod_sc.get("runAsNonRoot"))):
-            problems.append("%s: runAsNonRoot must be true" % name)
+            problems.append(f"{name}: runAsNonRoot must be true")
         if sc.get("runAsUser", pod_sc.get("runAsUser")) == 0:
-            problems.append("%s: runAsUser 0" % name)
+            problems.append(f"{name}: runAsUser 0")
         seccomp = (sc.get("seccompProfile") or pod_sc.get("seccompProfile") or {}).get("type")
         if seccomp not in ("RuntimeDefault", "Localhost"):
-            problems.append("%s: seccompProfile must be RuntimeDefault" % name)
+            problems.append(f"{name}: seccompProfile must be RuntimeDefault")
         for port in container.get("ports") or []:
             if port.get("hostPort"):
-                problems.append("%s: hostPort" % name)
+                problems.append(f"{name}: hostPort")
     return problems
 
 
