@@ -540,6 +540,21 @@ def _inventory_value(groups, hostvars, name):
     return None
 
 
+def _setting_problems(groups, hostvars):
+    problems = []
+    engine = _inventory_value(groups, hostvars, "gpu_cluster_llm_engine")
+    if engine is not None and engine not in ENGINES:
+        problems.append("gpu_cluster_llm_engine is %r; use deployment (a Deployment with the pinned vLLM image) "
+                        "or operator (a VLLMRuntime for the production-stack operator)" % (engine,))
+    ingress_class = _inventory_value(groups, hostvars, "gpu_cluster_llm_ingress_class")
+    if ingress_class is not None and (not isinstance(ingress_class, str) or not DNS_NAME.match(ingress_class)):
+        problems.append("gpu_cluster_llm_ingress_class is %r; name an IngressClass, like traefik" % (ingress_class,))
+    namespace = _inventory_value(groups, hostvars, "gpu_cluster_llm_namespace")
+    if namespace is not None and (not isinstance(namespace, str) or not DNS_LABEL.match(namespace)):
+        problems.append("gpu_cluster_llm_namespace is %r; use a DNS-1123 label, like llm" % (namespace,))
+    return problems
+
+
 def llm_problems(groups, hostvars):
     """Preflight: every problem of ``gpu_cluster_llm_models`` against the inventory's GPU workers.
 
@@ -553,7 +568,7 @@ def llm_problems(groups, hostvars):
         return ["gpu_cluster_llm_models is %r; use a list of models, each with name, model and gpu (docs/llm.md)" % (models,)]
     pools = _inventory_value(groups, hostvars, "gpu_cluster_gpu_pools")
     pools = pools if isinstance(pools, list) else []
-    problems = []
+    problems = _setting_problems(groups, hostvars)
     for entry in models:
         entry_problems = validate_model(entry, pools)
         problems.extend(entry_problems)

@@ -301,6 +301,18 @@ def test_no_models_no_problems():
     assert "use a list of models" in v.llm_problems(HOMELAB_GROUPS, {"cp1": {"gpu_cluster_llm_models": "qwen"}})[0]
 
 
+@pytest.mark.parametrize(("variable", "value", "message"), [
+    ("gpu_cluster_llm_engine", "kserve", "gpu_cluster_llm_engine is 'kserve'; use deployment"),
+    ("gpu_cluster_llm_ingress_class", "Traefik Class", "gpu_cluster_llm_ingress_class is 'Traefik Class'"),
+    ("gpu_cluster_llm_namespace", "LLM", "gpu_cluster_llm_namespace is 'LLM'; use a DNS-1123 label"),
+])
+def test_collection_settings_are_checked(variable, value, message):
+    hostvars = _hostvars([QWEN])
+    hostvars["cp1"][variable] = value
+    (problem,) = v.llm_problems(HOMELAB_GROUPS, hostvars)
+    assert message in problem
+
+
 def test_invalid_entries_reach_preflight():
     problems = v.llm_problems(HOMELAB_GROUPS, _hostvars([dict(QWEN, gpu=3), QWEN]))
     assert any("gpu is 3" in p for p in problems)
