@@ -9,7 +9,7 @@ __metaclass__ = type
 DOCUMENTATION = r"""
 name: vllm_spec
 author: cps.gpu_cluster contributors
-version_added: 0.2.0
+version_added: 0.1.0
 short_description: Derive the full vLLM serving spec from a four-field model entry
 description:
   - Takes one entry of C(gpu_cluster_llm_models) (C(name), C(model), C(gpu), optional C(ingress_host),

@@ -480,12 +480,24 @@ def vllm_manifests(spec):
     return [o for o in objects if o is not None]
 
 
+NAMESPACE_BUNDLE_LABEL = "gpu-cluster.cps/namespace"
+
+
+def namespace_component(namespace, engine):
+    """The component ``namespace-<ns>`` holding only the labelled Namespace of LLM models."""
+    return {"name": "namespace-%s" % namespace, "namespace": namespace,
+            "namespace_labels": namespace_labels(engine),
+            "fleet_labels": {NAMESPACE_BUNDLE_LABEL: namespace}}
+
+
 def vllm_components(models, pools=None, engine="deployment", ingress_class=DEFAULT_INGRESS_CLASS,
                     namespace=DEFAULT_NAMESPACE):
-    """One ``component_delivery`` component per model (bundle ``<name>``).
+    """The components to deliver, in order: per namespace, ``namespace-<ns>`` (its labelled
+    Namespace); then one component per model (bundle ``<name>``).
 
-    The first model of each namespace carries its labelled Namespace, so two Fleet bundles never
-    own the same object.  Raises ValueError naming every problem of every entry.
+    In Fleet, every model bundle depends on its namespace bundle (``dependsOn`` by label), so
+    no two bundles own the Namespace and none deploys before it exists.  Raises ValueError
+    naming every problem of every entry.
     """
     if models is None:
         models = []
@@ -497,14 +509,21 @@ def vllm_components(models, pools=None, engine="deployment", ingress_class=DEFAU
     problems.extend(_duplicate_names(models))
     if problems:
         raise ValueError("; ".join(problems))
-    components, owned = [], set()
-    for entry in models:
-        spec = vllm_spec(entry, pools, engine, ingress_class, namespace)
-        component = {"name": spec["name"], "namespace": spec["namespace"], "manifests": vllm_manifests(spec)}
-        if spec["namespace"] not in owned:
-            component["namespace_labels"] = namespace_labels(engine)
-            owned.add(spec["namespace"])
-        components.append(component)
+    specs = [vllm_spec(entry, pools, engine, ingress_class, namespace) for entry in models]
+    namespaces = []
+    for spec in specs:
+        if spec["namespace"] not in namespaces:
+            namespaces.append(spec["namespace"])
+    components = [namespace_component(ns, engine) for ns in namespaces]
+    clash = sorted({c["name"] for c in components} & {spec["name"] for spec in specs})
+    if clash:
+        raise ValueError("gpu_cluster_llm_models: name %s is the bundle of a namespace; rename the model"
+                         % ", ".join(clash))
+    for spec in specs:
+        components.append({
+            "name": spec["name"], "namespace": spec["namespace"], "manifests": vllm_manifests(spec),
+            "fleet_depends_on": [{"selector": {"matchLabels": {NAMESPACE_BUNDLE_LABEL: spec["namespace"]}}}],
+        })
     return components
 
 

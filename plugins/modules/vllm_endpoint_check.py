@@ -10,7 +10,7 @@ DOCUMENTATION = r"""
 ---
 module: vllm_endpoint_check
 short_description: Prove that a vLLM model answers through its Service
-version_added: 0.2.0
+version_added: 0.1.0
 description:
   - Calls the model's OpenAI-compatible API through the Kubernetes API server's Service proxy
     (C(/api/v1/namespaces/<namespace>/services/<service>:http/proxy/...)), so the control node needs

@@ -67,9 +67,10 @@ def test_apps_phase_fleet_writes_a_bundle_per_model_idempotently(tmp_path):
     rc, out = playbook(*args)
     assert rc == 0, out
     cluster = tmp_path / "homelab"
-    assert sorted(p.name for p in cluster.iterdir()) == ["embed", "qwen"]
+    assert sorted(p.name for p in cluster.iterdir()) == ["embed", "namespace-llm", "qwen"]
+    assert sorted(p.name for p in (cluster / "namespace-llm").iterdir()) == ["00-namespace-llm.yaml", "fleet.yaml"]
     assert sorted(p.name for p in (cluster / "qwen").iterdir()) == [
-        "00-namespace-llm.yaml", "01-deployment-qwen.yaml", "02-service-qwen.yaml", "03-ingress-qwen.yaml", "fleet.yaml"]
+        "00-deployment-qwen.yaml", "01-service-qwen.yaml", "02-ingress-qwen.yaml", "fleet.yaml"]
     rc, out = playbook(*args)
     assert rc == 0, out
     assert re.search(r"localhost\s*:\s*ok=\d+\s+changed=0\b", out), out

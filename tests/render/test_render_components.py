@@ -137,7 +137,7 @@ def test_strict_validation_catches_unknown_fields():
 
 def test_homelab_components(homelab):
     assert set(bundles(homelab)) == {"nfs-subdir-external-provisioner", "local-path-not-default",
-                                     "fast-scratch", "gpu-operator", "qwen", "embed"}
+                                     "fast-scratch", "gpu-operator", "namespace-llm", "qwen", "embed"}
 
 
 def test_cpu_only_has_no_gpu_operator(cpu_only):

@@ -103,8 +103,13 @@ def restricted_violations(pod_spec):
 def test_homelab_writes_qwen_with_ingress_and_embed(renders):
     cluster = renders["deployment"]
     qwen, embed = objects(cluster / "qwen"), objects(cluster / "embed")
-    assert set(qwen) == {("Namespace", "llm"), ("Deployment", "qwen"), ("Service", "qwen"), ("Ingress", "qwen")}
+    assert set(objects(cluster / "namespace-llm")) == {("Namespace", "llm")}
+    assert set(qwen) == {("Deployment", "qwen"), ("Service", "qwen"), ("Ingress", "qwen")}
     assert set(embed) == {("Deployment", "embed"), ("Service", "embed")}
+    on_namespace = [{"selector": {"matchLabels": {"gpu-cluster.cps/namespace": "llm"}}}]
+    assert fleet(cluster / "qwen")["dependsOn"] == on_namespace
+    assert fleet(cluster / "embed")["dependsOn"] == on_namespace
+    assert fleet(cluster / "namespace-llm")["labels"] == {"gpu-cluster.cps/namespace": "llm"}
     ingress = qwen[("Ingress", "qwen")]["spec"]
     assert ingress["ingressClassName"] == "traefik"
     assert ingress["rules"][0]["host"] == "qwen.127.0.0.1.nip.io"
@@ -115,7 +120,7 @@ def test_homelab_writes_qwen_with_ingress_and_embed(renders):
 
 def test_homelab_llm_objects_are_strict_valid(renders):
     version = inventory_k8s_version(HOMELAB)
-    for name in ("qwen", "embed"):
+    for name in ("namespace-llm", "qwen", "embed"):
         for path, doc in manifests(renders["deployment"] / name):
             try:
                 kubernetes_validate.validate(doc, version, strict=True)
@@ -143,9 +148,9 @@ def test_rendered_pods(renders):
 
 def test_pods_pass_pod_security_restricted(renders):
     cluster = renders["deployment"]
-    namespace = objects(cluster / "qwen")[("Namespace", "llm")]
+    namespace = objects(cluster / "namespace-llm")[("Namespace", "llm")]
     assert namespace["metadata"]["labels"][PSA_ENFORCE] == "restricted"
-    assert fleet(cluster / "qwen")["namespaceLabels"][PSA_ENFORCE] == "restricted"
+    assert fleet(cluster / "namespace-llm")["namespaceLabels"][PSA_ENFORCE] == "restricted"
     for name in ("qwen", "embed"):
         pod = objects(cluster / name)[("Deployment", name)]["spec"]["template"]["spec"]
         assert restricted_violations(pod) == []
@@ -161,7 +166,7 @@ def test_operator_engine_renders_vllmruntimes_valid_against_the_crd(renders):
     cluster = renders["operator"]
     schema = crd_schema()
     runtimes = {}
-    for name in ("qwen", "embed", "kimi"):
+    for name in ("namespace-llm", "qwen", "embed", "kimi"):
         for (kind, _obj), doc in objects(cluster / name).items():
             if kind == "VLLMRuntime":
                 jsonschema.validate(doc, schema)
@@ -179,7 +184,7 @@ def test_operator_engine_renders_vllmruntimes_valid_against_the_crd(renders):
     # the operator creates the Service; our Ingress points at its name and port
     assert ("Ingress", "qwen") in objects(cluster / "qwen")
     assert ("Deployment", "qwen") not in objects(cluster / "qwen")
-    assert fleet(cluster / "qwen")["namespaceLabels"][PSA_ENFORCE] == "baseline"
+    assert fleet(cluster / "namespace-llm")["namespaceLabels"][PSA_ENFORCE] == "baseline"
 
 
 def test_crd_validation_catches_mistakes():

@@ -8,6 +8,7 @@ from pathlib import Path
 
 import pytest
 import yaml
+from ansible_collections.cps.gpu_cluster.plugins.module_utils import components as c
 from ansible_collections.cps.gpu_cluster.plugins.module_utils import vllm as v
 
 FIXTURES = Path(__file__).resolve().parents[3] / "fixtures" / "llm"
@@ -237,14 +238,28 @@ def test_vllm_runtime_of_kimi():
     assert [m["kind"] for m in v.vllm_manifests(spec)] == ["VLLMRuntime"]
 
 
-def test_components_own_each_namespace_once():
-    components = v.vllm_components([QWEN, EMBED])
-    assert [c["name"] for c in components] == ["qwen", "embed"]
-    assert components[0]["namespace_labels"]["pod-security.kubernetes.io/enforce"] == "restricted"
-    assert "namespace_labels" not in components[1]
-    assert [m["kind"] for m in components[0]["manifests"]] == ["Deployment", "Service", "Ingress"]
+def test_components_namespace_bundle_first_and_models_depend_on_it():
+    components = v.vllm_components([QWEN, EMBED, dict(KIMI, namespace="big")])
+    assert [c["name"] for c in components] == ["namespace-llm", "namespace-big", "qwen", "embed", "kimi"]
+    llm = components[0]
+    assert llm["namespace_labels"]["pod-security.kubernetes.io/enforce"] == "restricted"
+    assert llm["fleet_labels"] == {"gpu-cluster.cps/namespace": "llm"}
+    assert [m["kind"] for m in c.component_manifests(llm)] == ["Namespace"]
+    assert c.fleet_bundle(llm) == {"defaultNamespace": "llm", "namespaceLabels": llm["namespace_labels"],
+                                   "labels": {"gpu-cluster.cps/namespace": "llm"}}
+    qwen = components[2]
+    assert "namespace_labels" not in qwen
+    assert [m["kind"] for m in c.component_manifests(qwen)] == ["Deployment", "Service", "Ingress"]
+    assert c.fleet_bundle(qwen)["dependsOn"] == [{"selector": {"matchLabels": {"gpu-cluster.cps/namespace": "llm"}}}]
+    assert c.fleet_bundle(components[4])["dependsOn"][0]["selector"]["matchLabels"] == {"gpu-cluster.cps/namespace": "big"}
+    assert all(c.validate_component(component) == [] for component in components)
     operator = v.vllm_components([QWEN], engine="operator")
     assert operator[0]["namespace_labels"]["pod-security.kubernetes.io/enforce"] == "baseline"
+
+
+def test_model_named_like_a_namespace_bundle_is_refused():
+    with pytest.raises(ValueError, match="name namespace-llm is the bundle of a namespace"):
+        v.vllm_components([dict(QWEN, name="namespace-llm")])
 
 
 def test_components_refuse_duplicate_names():
