@@ -15,6 +15,7 @@ import jsonschema
 import kubernetes_validate
 import pytest
 import yaml
+from ansible_collections.cps.gpu_cluster.plugins.module_utils import vllm
 from test_render_components import HOMELAB, fleet, inventory_k8s_version, manifests, start_render
 
 REPO = Path(__file__).resolve().parents[2]
@@ -195,3 +196,21 @@ def test_crd_validation_catches_mistakes():
     with pytest.raises(jsonschema.ValidationError):
         jsonschema.validate(bad, schema)
     assert undeclared({"model": {"modelURL": "a/b", "modelUrl": "a/b"}}, schema["properties"]["spec"]) == ["model.modelUrl"]
+
+
+@pytest.mark.parametrize("gpu", [2, 4, 8])
+def test_multi_gpu_kimi_objects_are_strict_valid_and_restricted(gpu):
+    """The Deployment engine for Kimi K2.5 (cache PVC, token Secret, tensor parallelism) on bigger
+    workers than the homelab's, straight from the module_utils (the homelab refuses it at preflight)."""
+    models = yaml.safe_load((LLM_FIXTURES / "kimi-k2.5.yml").read_text())["gpu_cluster_llm_models"]
+    kimi = dict(next(m for m in models if m["name"] == "kimi"), gpu=gpu)
+    spec = vllm.vllm_spec(kimi)
+    docs = vllm.vllm_manifests(spec)
+    assert [d["kind"] for d in docs] == ["PersistentVolumeClaim", "Deployment", "Service", "Ingress"]
+    for doc in docs:
+        kubernetes_validate.validate(doc, inventory_k8s_version(HOMELAB), strict=True)
+    pod = docs[1]["spec"]["template"]["spec"]
+    assert restricted_violations(pod) == []
+    env = {e["name"]: e.get("value") for e in pod["containers"][0]["env"]}
+    assert env["VLLM_WORKER_MULTIPROC_METHOD"] == "spawn"
+    assert pod["containers"][0]["args"][pod["containers"][0]["args"].index("--tensor-parallel-size") + 1] == str(gpu)
