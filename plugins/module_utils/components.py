@@ -8,6 +8,8 @@ A *component* is a dict::
     name: gpu-operator              # DNS label, also the Fleet bundle directory
     namespace: gpu-operator
     namespace_labels: {...}         # optional: a Namespace manifest is added first
+    fleet_labels: {...}             # optional: labels of the Fleet bundle
+    fleet_depends_on: [...]         # optional: Fleet dependsOn (bundles deployed before this one)
     chart:                          # optional
       repo: https://helm.ngc.nvidia.com/nvidia
       name: gpu-operator
@@ -158,8 +160,8 @@ def validate_component(component):
         problems.append("component %s: namespace %r must be a DNS label" % (name, namespace))
     chart = component.get("chart")
     manifests = component.get("manifests") or []
-    if not chart and not manifests:
-        problems.append("component %s has neither a chart nor manifests" % (name,))
+    if not chart and not manifests and not component.get("namespace_labels"):
+        problems.append("component %s has neither a chart nor manifests (nor namespace_labels)" % (name,))
     if chart:
         for key in ("repo", "name", "version", "release"):
             if not chart.get(key):
@@ -209,6 +211,11 @@ def fleet_bundle(component):
     bundle = {"defaultNamespace": component["namespace"]}
     if component.get("namespace_labels"):
         bundle["namespaceLabels"] = dict(component["namespace_labels"])
+    # Optional Fleet ordering: bundle labels and dependsOn (name or label selector of other bundles).
+    if component.get("fleet_labels"):
+        bundle["labels"] = dict(component["fleet_labels"])
+    if component.get("fleet_depends_on"):
+        bundle["dependsOn"] = copy.deepcopy(component["fleet_depends_on"])
     chart = component.get("chart")
     if chart:
         bundle["helm"] = {

@@ -24,6 +24,7 @@ from ansible.module_utils.common.arg_spec import ArgumentSpecValidator
 from ansible.module_utils.six.moves.urllib.parse import urlsplit
 
 from ansible_collections.cps.gpu_cluster.plugins.module_utils.components import GPU_OPERATOR_SUPPORTED_VERSIONS
+from ansible_collections.cps.gpu_cluster.plugins.module_utils.vllm import llm_problems
 
 K3S_MIN_VERSION = (1, 31, 6)
 _NUM = r"(0|[1-9][0-9]*)"
@@ -994,6 +995,7 @@ def inventory_problems(groups, hostvars, role_specs=None):
         proxmox_problems, devices = ["preflight: the PCI checks failed (%s: %s)" % (type(exc).__name__, exc)], {}
     problems.extend(proxmox_problems)
     problems.extend(_guarded(_check_gpu_workers, groups, hostvars, devices))
+    problems.extend(_guarded(llm_problems, groups, hostvars))
     return problems
 
 

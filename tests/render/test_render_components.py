@@ -139,7 +139,7 @@ def test_strict_validation_catches_unknown_fields():
 
 def test_homelab_components(homelab):
     assert set(bundles(homelab)) == {"nfs-subdir-external-provisioner", "local-path-not-default",
-                                     "fast-scratch", "gpu-operator"}
+                                     "fast-scratch", "gpu-operator", "namespace-llm", "qwen", "embed"}
 
 
 def test_cpu_only_has_no_gpu_operator(cpu_only):
@@ -189,12 +189,13 @@ def test_fast_scratch_on_gpu_workers_only(homelab):
 
 def test_only_gpu_operator_namespace_is_privileged(homelab):
     namespaces = {d["metadata"]["name"]: d for _path, d in manifests(homelab) if d["kind"] == "Namespace"}
-    privileged = {n for n, d in namespaces.items() if (d["metadata"].get("labels") or {}).get(PSA_ENFORCE)}
+    privileged = {n for n, d in namespaces.items()
+                  if (d["metadata"].get("labels") or {}).get(PSA_ENFORCE) == "privileged"}
     assert privileged == {"gpu-operator"}
     assert namespaces["gpu-operator"]["metadata"]["labels"][PSA_ENFORCE] == "privileged"
     for name, bundle in bundles(homelab).items():
         labels = fleet(bundle).get("namespaceLabels") or {}
-        assert (PSA_ENFORCE in labels) == (name == "gpu-operator")
+        assert (labels.get(PSA_ENFORCE) == "privileged") == (name == "gpu-operator")
 
 
 def test_gpu_operator_values_for_k3s_with_containerd2(homelab):

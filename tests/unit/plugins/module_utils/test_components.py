@@ -146,3 +146,16 @@ def test_cuda_smoke_pod():
     assert spec["nodeSelector"] == {"gpu": "true"}
     assert {"key": "nvidia.com/gpu", "operator": "Equal", "value": "true", "effect": "NoSchedule"} in spec["tolerations"]
     assert spec["containers"][0]["resources"]["limits"]["nvidia.com/gpu"] == 1
+
+
+def test_namespace_only_component_and_fleet_ordering():
+    component = {"name": "namespace-llm", "namespace": "llm",
+                 "namespace_labels": {"pod-security.kubernetes.io/enforce": "restricted"},
+                 "fleet_labels": {"gpu-cluster.cps/namespace": "llm"}}
+    assert c.validate_component(component) == []
+    assert [m["kind"] for m in c.component_manifests(component)] == ["Namespace"]
+    assert c.fleet_bundle(component)["labels"] == {"gpu-cluster.cps/namespace": "llm"}
+    depends = [{"selector": {"matchLabels": {"gpu-cluster.cps/namespace": "llm"}}}]
+    bundle = c.fleet_bundle(dict(MANIFESTS_COMPONENT, fleet_depends_on=depends))
+    assert bundle["dependsOn"] == depends
+    assert "dependsOn" not in c.fleet_bundle(MANIFESTS_COMPONENT)
