@@ -46,13 +46,22 @@ def test_homelab_declares_exactly_qwen_and_embed():
     ]
 
 
-def test_apps_phase_skips_without_a_reachable_api(tmp_path):
+def test_apps_phase_skips_without_a_reachable_api_in_a_lab(tmp_path):
     rc, out = playbook(REPO / "playbooks" / "apps.yml", "-i", HOMELAB,
-                       "-e", f"gpu_cluster_kubeconfig={unreachable_kubeconfig(tmp_path / 'kubeconfig')}")
+                       "-e", f"gpu_cluster_kubeconfig={unreachable_kubeconfig(tmp_path / 'kubeconfig')}",
+                       "-e", '{"gpu_cluster_lab": true}')
     assert rc == 0, out
     lines = [line for line in out.splitlines() if "SKIPPED apps:" in line]
     assert len(lines) == 1, out
     assert "LLM serving: no Kubernetes API server answers at 127.0.0.1:1" in lines[0]
+
+
+def test_apps_phase_fails_without_a_reachable_api_outside_a_lab(tmp_path):
+    rc, out = playbook(REPO / "playbooks" / "apps.yml", "-i", HOMELAB,
+                       "-e", f"gpu_cluster_kubeconfig={unreachable_kubeconfig(tmp_path / 'kubeconfig')}")
+    assert rc != 0, out
+    assert "FAILED apps: LLM serving: no Kubernetes API server answers at 127.0.0.1:1" in out
+    assert "SKIPPED apps:" not in out
 
 
 def test_apps_phase_skips_without_models():
@@ -81,7 +90,8 @@ def test_apps_phase_refuses_a_bad_model(tmp_path):
     rc, out = playbook(REPO / "playbooks" / "apps.yml", "-i", HOMELAB, "-e", "gpu_cluster_delivery=fleet",
                        "-e", f"gpu_cluster_fleet_dir={tmp_path}", "-e", json.dumps({"gpu_cluster_llm_models": bad}))
     assert rc != 0
-    assert "Fix gpu_cluster_llm_models (docs/llm.md)" in out and "gpu is 3; use 1, 2, 4 or 8" in out
+    # preflight (which every phase playbook runs first) refuses it before anything is touched
+    assert "The inventory has" in out and "gpu is 3; use 1, 2, 4 or 8" in out
     assert not (tmp_path / "homelab").exists()
 
 
@@ -95,7 +105,9 @@ def test_verify_reports_llm_endpoints_skipped(tmp_path):
         "                  gpu_cluster_gpu_count: 1\n                  gpu_cluster_gpu_model: NVIDIA A100 80GB PCIe\n")
     rc, out = playbook(REPO / "playbooks" / "verify.yml", "-i", inventory, "-e", "gpu_cluster_name=llmtest",
                        "-e", f"gpu_cluster_kubeconfig={tmp_path}/absent", "-e", f"gpu_cluster_verify_report_dir={tmp_path}",
-                       "-e", json.dumps({"gpu_cluster_lab": True, "gpu_cluster_llm_models": MODELS}))
+                       # a one-worker inventory that is not a whole cluster: preflight is off, verify is under test
+                       "-e", json.dumps({"gpu_cluster_lab": True, "gpu_cluster_llm_models": MODELS,
+                                         "gpu_cluster_preflight": False}))
     assert rc == 0, out[-3000:]
     assert out.count("SKIPPED verify: LLM endpoints: kubeconfig") == 1, out[-3000:]
     report = (tmp_path / "llmtest-verify.md").read_text()
