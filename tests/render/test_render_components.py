@@ -51,7 +51,9 @@ def rendered(tmp_path_factory):
         "homelab": (HOMELAB,),
         "cpu_only": (CPU_ONLY,),
         # The seed's operator on a k3s older than containerd 2.
-        "legacy": (HOMELAB, "gpu_cluster_gpu_operator_version=v25.10.1", "gpu_cluster_k3s_version=v1.30.9+k3s1"),
+        "legacy": (HOMELAB, "gpu_cluster_gpu_operator_version=v25.10.1", "gpu_cluster_k3s_version=v1.30.9+k3s1",
+                   # and a user's namespace exempt from Pod Security admission
+                   json.dumps({"gpu_cluster_pod_security_exempt_namespaces": ["jupyterhub", "kube-system"]})),
     }
     outs = {name: tmp_path_factory.mktemp(name) for name in jobs}
     procs = {name: start_render(outs[name], *args) for name, args in jobs.items()}
@@ -96,8 +98,8 @@ def fleet(bundle_dir):
 def manifests(root):
     found = []
     for path in sorted(root.rglob("*.yaml")):
-        if path.name == "fleet.yaml":
-            continue
+        if path.name == "fleet.yaml" or "_k3s" in path.relative_to(root).parts:
+            continue  # _k3s/: the k3s servers' config files, not Kubernetes objects (tested below)
         for doc in yaml.safe_load_all(path.read_text()):
             if doc:
                 found.append((path, doc))
@@ -185,14 +187,81 @@ def test_fast_scratch_on_gpu_workers_only(homelab):
     assert config["nodePathMap"] == [{"node": n, "paths": ["/mnt/fast-scratch"]} for n in sorted(workers)]
 
 
-def test_only_gpu_operator_namespace_is_privileged(homelab):
+# The Pod Security level each component's pods need under the CIS profile's restricted default:
+# the GPU Operator's operands run privileged with hostPID; the fast-scratch provisioner's helper pods
+# mount the scratch disk through hostPath (privileged only); the NFS provisioner mounts the export as
+# an nfs volume (baseline allows it, restricted does not). kube-system is exempt (k3s's add-ons).
+NAMESPACE_LEVELS = {"gpu-operator": "privileged", "fast-scratch": "privileged", "nfs-provisioner": "baseline"}
+PSA_MODES = ("enforce", "audit", "warn")
+
+
+def admission_exemptions(render_root):
+    config = yaml.safe_load((render_root / "pod-security-admission.yaml").read_text())
+    return config["plugins"][0]["configuration"]["exemptions"]["namespaces"]
+
+
+def test_every_component_namespace_has_the_level_its_pods_need(homelab):
+    """Under the restricted default, each component's namespace is labelled (Namespace object and
+    Fleet namespaceLabels alike) with the level its pods need, or is exempt."""
+    exempt = admission_exemptions(homelab.parent / "_k3s" / "homelab")
     namespaces = {d["metadata"]["name"]: d for _path, d in manifests(homelab) if d["kind"] == "Namespace"}
-    privileged = {n for n, d in namespaces.items() if (d["metadata"].get("labels") or {}).get(PSA_ENFORCE)}
-    assert privileged == {"gpu-operator"}
-    assert namespaces["gpu-operator"]["metadata"]["labels"][PSA_ENFORCE] == "privileged"
+    seen = set()
     for name, bundle in bundles(homelab).items():
-        labels = fleet(bundle).get("namespaceLabels") or {}
-        assert (PSA_ENFORCE in labels) == (name == "gpu-operator")
+        namespace = fleet(bundle)["defaultNamespace"]
+        if namespace in exempt:
+            assert namespace == "kube-system", name
+            continue
+        seen.add(namespace)
+        level = NAMESPACE_LEVELS[namespace]
+        labels = namespaces[namespace]["metadata"]["labels"]
+        fleet_labels = fleet(bundle)["namespaceLabels"]
+        for mode in PSA_MODES:
+            assert labels[f"pod-security.kubernetes.io/{mode}"] == level, (namespace, mode)
+            assert fleet_labels[f"pod-security.kubernetes.io/{mode}"] == level, (namespace, mode)
+    assert seen == set(NAMESPACE_LEVELS)
+
+
+def test_only_the_namespaces_that_need_it_are_privileged(homelab):
+    namespaces = [d for _path, d in manifests(homelab) if d["kind"] == "Namespace"]
+    privileged = {d["metadata"]["name"] for d in namespaces
+                  if (d["metadata"].get("labels") or {}).get(PSA_ENFORCE) == "privileged"}
+    assert privileged == {"gpu-operator", "fast-scratch"}
+
+
+def test_pod_security_admission_configuration_validates(homelab, legacy):
+    schema = json.loads((FIXTURES / "k3s" / "admission-configuration.schema.json").read_text())
+    for root in (homelab.parent / "_k3s" / "homelab", legacy.parent / "_k3s" / "homelab"):
+        config = yaml.safe_load((root / "pod-security-admission.yaml").read_text())
+        jsonschema.Draft202012Validator(schema).validate(config)
+        pod_security = config["plugins"][0]["configuration"]
+        assert {pod_security["defaults"][mode] for mode in PSA_MODES} == {"restricted"}
+    assert admission_exemptions(homelab.parent / "_k3s" / "homelab") == ["kube-system"]
+    assert admission_exemptions(legacy.parent / "_k3s" / "homelab") == ["jupyterhub", "kube-system"]
+
+
+def test_audit_policy_validates(homelab):
+    schema = json.loads((FIXTURES / "k3s" / "audit-policy.schema.json").read_text())
+    policy = yaml.safe_load((homelab.parent / "_k3s" / "homelab" / "audit-policy.yaml").read_text())
+    jsonschema.Draft202012Validator(schema).validate(policy)
+    assert policy["rules"][-1] == {"level": "Metadata"}
+
+
+def test_server_config_references_the_rendered_files(homelab):
+    root = homelab.parent / "_k3s" / "homelab"
+    server = yaml.safe_load((root / "config-cis-server.yaml").read_text())
+    agent = yaml.safe_load((root / "config-cis-agent.yaml").read_text())
+    args = dict(arg.split("=", 1) for arg in server["kube-apiserver-arg"])
+    assert args["admission-control-config-file"] == "/etc/rancher/k3s/pod-security-admission.yaml"
+    assert args["audit-policy-file"] == "/etc/rancher/k3s/audit-policy.yaml"
+    assert args["audit-log-path"] == "/var/lib/rancher/k3s/server/logs/audit.log"
+    assert (args["audit-log-maxage"], args["audit-log-maxbackup"], args["audit-log-maxsize"]) == ("30", "10", "100")
+    assert "tls-cipher-suites" in args
+    for config in (server, agent):
+        assert config["protect-kernel-defaults"] is True
+        kubelet = dict(arg.split("=", 1) for arg in config["kubelet-arg"])
+        assert kubelet["streaming-connection-idle-timeout"] == "5m"
+        assert "TLS_ECDHE_RSA_WITH_AES_128_GCM_SHA256" in kubelet["tls-cipher-suites"].split(",")
+    assert "kube-apiserver-arg" not in agent
 
 
 def test_gpu_operator_values_for_k3s_with_containerd2(homelab):
