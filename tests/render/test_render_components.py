@@ -342,9 +342,54 @@ def test_gpu_operator_values_against_clusterpolicy_crd(homelab):
     assert {"driver", "toolkit", "daemonsets", "gfd", "dcgmExporter", "migManager", "mig", "operator"} <= set(checked)
 
 
+def restricted_violations(spec):
+    """What keeps a pod spec from the ``restricted`` Pod Security level (the checks of the Pod
+    Security Standards that our pods could trip: host namespaces, privileged, escalation,
+    capabilities, non-root, seccomp, volume types)."""
+    problems = []
+    pod_ctx = spec.get("securityContext") or {}
+    for key in ("hostNetwork", "hostPID", "hostIPC"):
+        if spec.get(key):
+            problems.append(key)
+    allowed_volumes = {"configMap", "csi", "downwardAPI", "emptyDir", "ephemeral", "persistentVolumeClaim",
+                       "projected", "secret"}
+    for volume in spec.get("volumes") or []:
+        kinds = set(volume) - {"name"}
+        if not kinds <= allowed_volumes:
+            problems.append(f"volume {volume['name']}: {sorted(kinds - allowed_volumes)}")
+    for container in spec.get("initContainers", []) + spec["containers"]:
+        ctx = container.get("securityContext") or {}
+        name = container["name"]
+        if ctx.get("privileged"):
+            problems.append(f"{name}: privileged")
+        if ctx.get("allowPrivilegeEscalation") is not False:
+            problems.append(f"{name}: allowPrivilegeEscalation must be false")
+        if (ctx.get("capabilities") or {}).get("drop") != ["ALL"]:
+            problems.append(f"{name}: capabilities.drop must be [ALL]")
+        if set((ctx.get("capabilities") or {}).get("add") or []) - {"NET_BIND_SERVICE"}:
+            problems.append(f"{name}: capabilities.add")
+        if not ctx.get("runAsNonRoot", pod_ctx.get("runAsNonRoot")):
+            problems.append(f"{name}: runAsNonRoot")
+        if ctx.get("runAsUser", pod_ctx.get("runAsUser")) == 0:
+            problems.append(f"{name}: runAsUser 0")
+        seccomp = (ctx.get("seccompProfile") or pod_ctx.get("seccompProfile") or {}).get("type")
+        if seccomp not in ("RuntimeDefault", "Localhost"):
+            problems.append(f"{name}: seccompProfile")
+    return problems
+
+
+def test_restricted_check_can_fail():
+    assert "cuda: runAsNonRoot" in restricted_violations({"containers": [{"name": "cuda"}]})
+    assert restricted_violations({"hostPID": True, "containers": [{"name": "x", "securityContext": {
+        "allowPrivilegeEscalation": False, "capabilities": {"drop": ["ALL"]}, "runAsNonRoot": True,
+        "seccompProfile": {"type": "RuntimeDefault"}}}]}) == ["hostPID"]
+
+
 def test_cuda_smoke_test_pod(homelab):
     pod = yaml.safe_load((homelab.parent / "_verify" / "homelab" / "cuda-smoke-test.yaml").read_text())
     kubernetes_validate.validate(pod, "1.33", strict=True)
+    # it runs in the default namespace, which the CIS profile leaves at restricted
+    assert restricted_violations(pod["spec"]) == []
     spec = pod["spec"]
     assert spec["runtimeClassName"] == "nvidia"
     assert spec["nodeSelector"] == {"gpu": "true"}
