@@ -53,7 +53,7 @@ def test_agent_cis_keys_are_the_kubelet_ones_only():
 
 
 def test_rotation_settings_are_used():
-    config = k3s_hardening.cis_config("server", audit_log_maxage=7, audit_log_maxbackup=3, audit_log_maxsize=50, **PATHS)
+    config = k3s_hardening.cis_config("server", audit_log_maxage=7, audit_log_maxbackup="3", audit_log_maxsize=50, **PATHS)
     assert {"audit-log-maxage=7", "audit-log-maxbackup=3", "audit-log-maxsize=50"} <= set(config["kube-apiserver-arg"])
 
 
@@ -62,7 +62,7 @@ def test_rotation_settings_are_used():
     ({"streaming_connection_idle_timeout": "5 minutes"}, "duration like 5m"),
     ({"streaming_connection_idle_timeout": "5m\n"}, "duration like 5m"),
     ({"audit_log_maxage": 0}, "audit_log_maxage must be a positive"),
-    ({"audit_log_maxsize": "100"}, "audit_log_maxsize must be a positive"),
+    ({"audit_log_maxsize": "100MB"}, "audit_log_maxsize must be a positive"),
     ({"audit_log_maxbackup": True}, "audit_log_maxbackup must be a positive"),
     ({"audit_log_path": "logs/audit.log"}, "audit_log_path must be an absolute path"),
     ({"admission_config_file": "/etc/x\n--foo"}, "admission_config_file must be an absolute path"),
