@@ -159,12 +159,12 @@ def cis_config(role, *, admission_config_file, audit_policy_file, audit_log_path
                          % (streaming_connection_idle_timeout,))
     numbers = {"audit_log_maxage": audit_log_maxage, "audit_log_maxbackup": audit_log_maxbackup,
                "audit_log_maxsize": audit_log_maxsize}
-    for name, value in numbers.items():
-        if isinstance(value, str) and re.fullmatch(r"[0-9]+", value):
-            value = int(value)  # from -e key=value or a quoted inventory value
-        if isinstance(value, bool) or not isinstance(value, int) or value < 1:
-            raise ValueError("%s must be a positive whole number, got %r" % (name, value))
-        numbers[name] = value
+    for name, given in list(numbers.items()):
+        # a numeric string comes from -e key=value or a quoted inventory value
+        number = int(given) if isinstance(given, str) and re.fullmatch(r"[0-9]+", given) else given
+        if isinstance(number, bool) or not isinstance(number, int) or number < 1:
+            raise ValueError("%s must be a positive whole number, got %r" % (name, given))
+        numbers[name] = number
     audit_log_maxage, audit_log_maxbackup, audit_log_maxsize = (
         numbers["audit_log_maxage"], numbers["audit_log_maxbackup"], numbers["audit_log_maxsize"])
     ciphers = ",".join(TLS_CIPHER_SUITES)
