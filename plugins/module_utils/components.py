@@ -230,7 +230,11 @@ def fleet_bundle(component):
 
 def cuda_smoke_pod(name="cuda-smoke-test", namespace="default",
                    image="nvcr.io/nvidia/k8s/cuda-sample:vectoradd-cuda12.5.0-ubuntu22.04", gpus=1):
-    """A pod that runs a CUDA sample once on a GPU worker through k3s's ``nvidia`` RuntimeClass."""
+    """A pod that runs a CUDA sample once on a GPU worker through k3s's ``nvidia`` RuntimeClass.
+
+    It meets the ``restricted`` Pod Security level (the K3s CIS profile's cluster default), so it
+    runs in any namespace: non-root, no privilege escalation, no capabilities, RuntimeDefault seccomp.
+    """
     return {
         "apiVersion": "v1",
         "kind": "Pod",
@@ -243,10 +247,13 @@ def cuda_smoke_pod(name="cuda-smoke-test", namespace="default",
             "nodeSelector": {"gpu": "true"},
             "tolerations": [{"key": "nvidia.com/gpu", "operator": "Equal", "value": "true",
                              "effect": "NoSchedule"}],
+            "securityContext": {"runAsNonRoot": True, "runAsUser": 1000, "runAsGroup": 1000,
+                                "seccompProfile": {"type": "RuntimeDefault"}},
             "containers": [{
                 "name": "cuda",
                 "image": image,
                 "resources": {"limits": {"nvidia.com/gpu": int(gpus)}},
+                "securityContext": {"allowPrivilegeEscalation": False, "capabilities": {"drop": ["ALL"]}},
             }],
         },
     }

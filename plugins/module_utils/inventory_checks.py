@@ -117,6 +117,8 @@ CLUSTER_VARIABLES = {
     "gpu_cluster_scratch_mount": (False, "mount_path"),
     "gpu_cluster_k3s_agent_batch": (False, "batch"),
     "gpu_cluster_k3s_drain_timeout": (False, "duration"),
+    "gpu_cluster_k3s_cis_profile": (False, "bool"),
+    "gpu_cluster_pod_security_exempt_namespaces": (False, "dns_label_list"),
 }
 
 # Variables checked on every host that sets them: name -> kind.
@@ -368,6 +370,8 @@ KINDS = {
                 "not a network in CIDR form; use an address with zero host bits and a prefix length (like 10.42.0.0/16)"),
     "network_list": (lambda v: _list_of(v, lambda item: _net(item) is not None),
                      "use a list of networks in CIDR form (like [192.168.1.0/24])"),
+    "dns_label_list": (lambda v: _list_of(v, lambda item: _full(DNS_LABEL_RE, item)),
+                       "use a list of namespace names: DNS labels, lowercase letters, digits and '-' (like [jupyterhub])"),
     "ip": (lambda v: _ip(v) is not None, "not an IP address; use a literal address (like 10.0.0.100)"),
     "ip_list": (lambda v: isinstance(v, list) and bool(v) and all(_ip(item) is not None for item in v),
                 "use a list of IP addresses (like [10.0.0.1])"),

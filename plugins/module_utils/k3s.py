@@ -9,6 +9,8 @@ __metaclass__ = type
 import re
 import secrets
 
+from ansible_collections.cps.gpu_cluster.plugins.module_utils import k3s_hardening
+
 # Characters that survive a systemd EnvironmentFile and the k3s short-token form:
 # no '%' (systemd specifier), no quotes, spaces, '#', '$', '\\' or ':' (the full
 # token form uses '::' as separator).
@@ -110,12 +112,15 @@ def duplicate_hostnames(hostnames):
 
 def node_config(role, node_ip, flannel_iface, *, server_url="", cluster_init=False,
                 tls_san=None, cluster_cidr="", service_cidr="", labels=None, taints=None,
-                snapshot_cron="0 */6 * * *", snapshot_retention=20, extra=None):
+                snapshot_cron="0 */6 * * *", snapshot_retention=20, extra=None,
+                node_name="", cis=None):
     """Build the dict written to /etc/rancher/k3s/config.yaml for one node.
 
     role is 'server' or 'agent'. The first server gets cluster-init and no
     server URL; every other node gets the URL of an existing server. The token
-    never goes here (it lives in the 0600 env file).
+    never goes here (it lives in the 0600 env file). node_name (the inventory
+    name) becomes node-name; cis (k3s_hardening.cis_config) is merged before
+    extra, and extra's *-arg lists add to the CIS ones rather than replace them.
     """
     if role not in ("server", "agent"):
         raise ValueError("role must be 'server' or 'agent', got %r" % (role,))
@@ -130,6 +135,11 @@ def node_config(role, node_ip, flannel_iface, *, server_url="", cluster_init=Fal
         config["cluster-init"] = True
     else:
         config["server"] = server_url
+    if node_name:
+        problem = k3s_hardening.node_name_problem(node_name)
+        if problem:
+            raise ValueError(problem)
+        config["node-name"] = node_name
     config["node-ip"] = node_ip
     if flannel_iface:
         config["flannel-iface"] = flannel_iface
@@ -150,9 +160,8 @@ def node_config(role, node_ip, flannel_iface, *, server_url="", cluster_init=Fal
         config["node-label"] = label_list
     if taints:
         config["node-taint"] = list(taints)
-    for key, value in (extra or {}).items():
-        config[key] = value
-    return config
+    config = k3s_hardening.merge_config(config, cis or {})
+    return k3s_hardening.merge_config(config, extra or {})
 
 
 def label_dict(labels):

@@ -150,3 +150,38 @@ def test_real_release_from_airgap_dir(tmp_path):
     proc = subprocess.run([str(tmp_path / "bin" / "k3s"), "--version"], capture_output=True, text=True,
                           check=False)
     assert version in proc.stdout
+
+
+def test_airgap_dir_without_sha256_file_is_refused(tmp_path, release):
+    needs_amd64()
+    airgap = tmp_path / "airgap"
+    shutil.copytree(release["root"] / VERSION, airgap)
+    (airgap / "sha256sum-amd64.txt").unlink()
+    rc, out = run(tmp_path, k3s_airgap_dir=str(airgap))
+    assert rc != 0, out
+    assert "has no sha256sum-amd64.txt" in out, out
+    assert "k3s_install_airgap_allow_unverified: true" in out
+    assert f"same k3s release ({VERSION})" in out
+    assert not (tmp_path / "bin" / "k3s").exists()
+
+
+def test_airgap_dir_with_empty_sha256_file_is_refused(tmp_path, release):
+    needs_amd64()
+    airgap = tmp_path / "airgap"
+    shutil.copytree(release["root"] / VERSION, airgap)
+    (airgap / "sha256sum-amd64.txt").write_text("")
+    rc, out = run(tmp_path, k3s_airgap_dir=str(airgap))
+    assert rc != 0, out
+    assert "no sha256 for 'k3s'" in out, out
+    assert not (tmp_path / "bin" / "k3s").exists()
+
+
+def test_airgap_dir_without_sha256_file_installs_when_allowed(tmp_path, release):
+    needs_amd64()
+    airgap = tmp_path / "airgap"
+    shutil.copytree(release["root"] / VERSION, airgap)
+    (airgap / "sha256sum-amd64.txt").unlink()
+    rc, out = run(tmp_path, k3s_airgap_dir=str(airgap), k3s_install_airgap_allow_unverified=True)
+    assert rc == 0, out
+    assert "UNVERIFIED k3s" in out
+    assert hashlib.sha256((tmp_path / "bin" / "k3s").read_bytes()).hexdigest() == release["digest"]

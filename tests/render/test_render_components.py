@@ -53,7 +53,9 @@ def rendered(tmp_path_factory):
         # The seed's operator on a k3s older than containerd 2. Preflight refuses a k3s older than
         # v1.31.6, so it is skipped for this render: the test is of the legacy toolkit settings.
         "legacy": (HOMELAB, "gpu_cluster_gpu_operator_version=v25.10.1", "gpu_cluster_k3s_version=v1.30.9+k3s1",
-                   "gpu_cluster_preflight=false"),
+                   "gpu_cluster_preflight=false",
+                   # and a user's namespace exempt from Pod Security admission
+                   json.dumps({"gpu_cluster_pod_security_exempt_namespaces": ["jupyterhub", "kube-system"]})),
     }
     outs = {name: tmp_path_factory.mktemp(name) for name in jobs}
     procs = {name: start_render(outs[name], *args) for name, args in jobs.items()}
@@ -98,8 +100,8 @@ def fleet(bundle_dir):
 def manifests(root):
     found = []
     for path in sorted(root.rglob("*.yaml")):
-        if path.name == "fleet.yaml":
-            continue
+        if path.name == "fleet.yaml" or "_k3s" in path.relative_to(root).parts:
+            continue  # _k3s/: the k3s servers' config files, not Kubernetes objects (tested below)
         for doc in yaml.safe_load_all(path.read_text()):
             if doc:
                 found.append((path, doc))
@@ -187,15 +189,83 @@ def test_fast_scratch_on_gpu_workers_only(homelab):
     assert config["nodePathMap"] == [{"node": n, "paths": ["/mnt/fast-scratch"]} for n in sorted(workers)]
 
 
-def test_only_gpu_operator_namespace_is_privileged(homelab):
+# The Pod Security level each component's pods need under the CIS profile's restricted default:
+# the GPU Operator's operands run privileged with hostPID; the fast-scratch provisioner's helper pods
+# mount the scratch disk through hostPath (privileged only); the NFS provisioner mounts the export as
+# an nfs volume (baseline allows it, restricted does not). kube-system is exempt (k3s's add-ons).
+NAMESPACE_LEVELS = {"gpu-operator": "privileged", "fast-scratch": "privileged", "nfs-provisioner": "baseline",
+                    # the vLLM pods meet restricted (tests/render/test_render_llm.py)
+                    "llm": "restricted"}
+PSA_MODES = ("enforce", "audit", "warn")
+
+
+def admission_exemptions(render_root):
+    config = yaml.safe_load((render_root / "pod-security-admission.yaml").read_text())
+    return config["plugins"][0]["configuration"]["exemptions"]["namespaces"]
+
+
+def test_every_component_namespace_has_the_level_its_pods_need(homelab):
+    """Under the restricted default, each component's namespace is labelled (Namespace object and
+    Fleet namespaceLabels alike) with the level its pods need, or is exempt."""
+    exempt = admission_exemptions(homelab.parent / "_k3s" / "homelab")
     namespaces = {d["metadata"]["name"]: d for _path, d in manifests(homelab) if d["kind"] == "Namespace"}
-    privileged = {n for n, d in namespaces.items()
-                  if (d["metadata"].get("labels") or {}).get(PSA_ENFORCE) == "privileged"}
-    assert privileged == {"gpu-operator"}
-    assert namespaces["gpu-operator"]["metadata"]["labels"][PSA_ENFORCE] == "privileged"
+    seen = set()
     for name, bundle in bundles(homelab).items():
-        labels = fleet(bundle).get("namespaceLabels") or {}
-        assert (labels.get(PSA_ENFORCE) == "privileged") == (name == "gpu-operator")
+        namespace = fleet(bundle)["defaultNamespace"]
+        if namespace in exempt:
+            assert namespace == "kube-system", name
+            continue
+        seen.add(namespace)
+        level = NAMESPACE_LEVELS[namespace]
+        labels = namespaces[namespace]["metadata"]["labels"]
+        fleet_labels = fleet(bundle)["namespaceLabels"]
+        for mode in PSA_MODES:
+            assert labels[f"pod-security.kubernetes.io/{mode}"] == level, (namespace, mode)
+            assert fleet_labels[f"pod-security.kubernetes.io/{mode}"] == level, (namespace, mode)
+    assert seen == set(NAMESPACE_LEVELS)
+
+
+def test_only_the_namespaces_that_need_it_are_privileged(homelab):
+    namespaces = [d for _path, d in manifests(homelab) if d["kind"] == "Namespace"]
+    privileged = {d["metadata"]["name"] for d in namespaces
+                  if (d["metadata"].get("labels") or {}).get(PSA_ENFORCE) == "privileged"}
+    assert privileged == {"gpu-operator", "fast-scratch"}
+
+
+def test_pod_security_admission_configuration_validates(homelab, legacy):
+    schema = json.loads((FIXTURES / "k3s" / "admission-configuration.schema.json").read_text())
+    for root in (homelab.parent / "_k3s" / "homelab", legacy.parent / "_k3s" / "homelab"):
+        config = yaml.safe_load((root / "pod-security-admission.yaml").read_text())
+        jsonschema.Draft202012Validator(schema).validate(config)
+        pod_security = config["plugins"][0]["configuration"]
+        assert {pod_security["defaults"][mode] for mode in PSA_MODES} == {"restricted"}
+    assert admission_exemptions(homelab.parent / "_k3s" / "homelab") == ["kube-system"]
+    assert admission_exemptions(legacy.parent / "_k3s" / "homelab") == ["jupyterhub", "kube-system"]
+
+
+def test_audit_policy_validates(homelab):
+    schema = json.loads((FIXTURES / "k3s" / "audit-policy.schema.json").read_text())
+    policy = yaml.safe_load((homelab.parent / "_k3s" / "homelab" / "audit-policy.yaml").read_text())
+    jsonschema.Draft202012Validator(schema).validate(policy)
+    assert policy["rules"][-1] == {"level": "Metadata"}
+
+
+def test_server_config_references_the_rendered_files(homelab):
+    root = homelab.parent / "_k3s" / "homelab"
+    server = yaml.safe_load((root / "config-cis-server.yaml").read_text())
+    agent = yaml.safe_load((root / "config-cis-agent.yaml").read_text())
+    args = dict(arg.split("=", 1) for arg in server["kube-apiserver-arg"])
+    assert args["admission-control-config-file"] == "/etc/rancher/k3s/pod-security-admission.yaml"
+    assert args["audit-policy-file"] == "/etc/rancher/k3s/audit-policy.yaml"
+    assert args["audit-log-path"] == "/var/lib/rancher/k3s/server/logs/audit.log"
+    assert (args["audit-log-maxage"], args["audit-log-maxbackup"], args["audit-log-maxsize"]) == ("30", "10", "100")
+    assert "tls-cipher-suites" in args
+    for config in (server, agent):
+        assert config["protect-kernel-defaults"] is True
+        kubelet = dict(arg.split("=", 1) for arg in config["kubelet-arg"])
+        assert kubelet["streaming-connection-idle-timeout"] == "5m"
+        assert "TLS_ECDHE_RSA_WITH_AES_128_GCM_SHA256" in kubelet["tls-cipher-suites"].split(",")
+    assert "kube-apiserver-arg" not in agent
 
 
 def test_gpu_operator_values_for_k3s_with_containerd2(homelab):
@@ -276,9 +346,54 @@ def test_gpu_operator_values_against_clusterpolicy_crd(homelab):
     assert {"driver", "toolkit", "daemonsets", "gfd", "dcgmExporter", "migManager", "mig", "operator"} <= set(checked)
 
 
+def restricted_violations(spec):
+    """What keeps a pod spec from the ``restricted`` Pod Security level (the checks of the Pod
+    Security Standards that our pods could trip: host namespaces, privileged, escalation,
+    capabilities, non-root, seccomp, volume types)."""
+    problems = []
+    pod_ctx = spec.get("securityContext") or {}
+    for key in ("hostNetwork", "hostPID", "hostIPC"):
+        if spec.get(key):
+            problems.append(key)
+    allowed_volumes = {"configMap", "csi", "downwardAPI", "emptyDir", "ephemeral", "persistentVolumeClaim",
+                       "projected", "secret"}
+    for volume in spec.get("volumes") or []:
+        kinds = set(volume) - {"name"}
+        if not kinds <= allowed_volumes:
+            problems.append(f"volume {volume['name']}: {sorted(kinds - allowed_volumes)}")
+    for container in spec.get("initContainers", []) + spec["containers"]:
+        ctx = container.get("securityContext") or {}
+        name = container["name"]
+        if ctx.get("privileged"):
+            problems.append(f"{name}: privileged")
+        if ctx.get("allowPrivilegeEscalation") is not False:
+            problems.append(f"{name}: allowPrivilegeEscalation must be false")
+        if (ctx.get("capabilities") or {}).get("drop") != ["ALL"]:
+            problems.append(f"{name}: capabilities.drop must be [ALL]")
+        if set((ctx.get("capabilities") or {}).get("add") or []) - {"NET_BIND_SERVICE"}:
+            problems.append(f"{name}: capabilities.add")
+        if not ctx.get("runAsNonRoot", pod_ctx.get("runAsNonRoot")):
+            problems.append(f"{name}: runAsNonRoot")
+        if ctx.get("runAsUser", pod_ctx.get("runAsUser")) == 0:
+            problems.append(f"{name}: runAsUser 0")
+        seccomp = (ctx.get("seccompProfile") or pod_ctx.get("seccompProfile") or {}).get("type")
+        if seccomp not in ("RuntimeDefault", "Localhost"):
+            problems.append(f"{name}: seccompProfile")
+    return problems
+
+
+def test_restricted_check_can_fail():
+    assert "cuda: runAsNonRoot" in restricted_violations({"containers": [{"name": "cuda"}]})
+    assert restricted_violations({"hostPID": True, "containers": [{"name": "x", "securityContext": {
+        "allowPrivilegeEscalation": False, "capabilities": {"drop": ["ALL"]}, "runAsNonRoot": True,
+        "seccompProfile": {"type": "RuntimeDefault"}}}]}) == ["hostPID"]
+
+
 def test_cuda_smoke_test_pod(homelab):
     pod = yaml.safe_load((homelab.parent / "_verify" / "homelab" / "cuda-smoke-test.yaml").read_text())
     kubernetes_validate.validate(pod, "1.33", strict=True)
+    # it runs in the default namespace, which the CIS profile leaves at restricted
+    assert restricted_violations(pod["spec"]) == []
     spec = pod["spec"]
     assert spec["runtimeClassName"] == "nvidia"
     assert spec["nodeSelector"] == {"gpu": "true"}

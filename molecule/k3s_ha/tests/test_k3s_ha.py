@@ -132,3 +132,78 @@ def test_token_absent_from_ansible_output(host):
     text = text[:text.rfind("PLAY RECAP")]
     assert "Write the env file with the token" in text  # the log covers the converge
     assert token_of(host) not in text
+
+
+# K3s CIS profile (on by default), node names, secrets in k3s_node_config_extra.
+S3_SECRET = "molecule-s3-secret-7d41c9e2b8"
+PSA_FILE = "/etc/rancher/k3s/pod-security-admission.yaml"
+AUDIT_FILE = "/etc/rancher/k3s/audit-policy.yaml"
+KUBELET_SYSCTLS = {"vm.panic_on_oom": "0", "vm.overcommit_memory": "1", "kernel.panic": "10",
+                   "kernel.panic_on_oops": "1", "kernel.keys.root_maxkeys": "1000000",
+                   "kernel.keys.root_maxbytes": "25000000"}
+
+
+def args(cfg, key):
+    return dict(arg.split("=", 1) for arg in cfg.get(key, []))
+
+
+def test_node_name_is_the_inventory_name(host):
+    assert config(host)["node-name"] == host.backend.get_hostname().replace("_", "-")
+
+
+def test_cis_profile_in_every_config(host):
+    cfg = config(host)
+    assert cfg["protect-kernel-defaults"] is True
+    kubelet = args(cfg, "kubelet-arg")
+    assert kubelet["streaming-connection-idle-timeout"] == "5m"
+    assert "TLS_ECDHE_ECDSA_WITH_AES_256_GCM_SHA384" in kubelet["tls-cipher-suites"].split(",")
+    if not is_server(host):
+        assert "kube-apiserver-arg" not in cfg
+        assert not host.file(PSA_FILE).exists and not host.file(AUDIT_FILE).exists
+        return
+    apiserver = args(cfg, "kube-apiserver-arg")
+    assert apiserver["admission-control-config-file"] == PSA_FILE
+    assert apiserver["audit-policy-file"] == AUDIT_FILE
+    assert apiserver["audit-log-path"] == "/var/lib/rancher/k3s/server/logs/audit.log"
+    assert (apiserver["audit-log-maxage"], apiserver["audit-log-maxbackup"], apiserver["audit-log-maxsize"]) == (
+        "30", "10", "100")
+    assert "tls-cipher-suites" in apiserver
+
+
+def test_cis_files_on_servers(host):
+    if not is_server(host):
+        return
+    for path in (PSA_FILE, AUDIT_FILE):
+        assert host.file(path).mode == 0o600 and host.file(path).user == "root"
+    psa = yaml.safe_load(host.file(PSA_FILE).content_string)
+    assert psa["kind"] == "AdmissionConfiguration"
+    pod_security = psa["plugins"][0]["configuration"]
+    assert pod_security["defaults"]["enforce"] == "restricted"
+    assert "kube-system" in pod_security["exemptions"]["namespaces"]
+    audit = yaml.safe_load(host.file(AUDIT_FILE).content_string)
+    assert audit["kind"] == "Policy" and audit["rules"]
+    logs = host.file("/var/lib/rancher/k3s/server/logs")
+    assert logs.is_directory and logs.mode == 0o700
+
+
+def test_kernel_parameters_for_protect_kernel_defaults_persisted(host):
+    # In a container the kernel is the host's: the role persists the values (applied at boot on a
+    # real node) and does not change the host's kernel.
+    text = host.file("/etc/sysctl.d/90-kubelet.conf").content_string.replace(" ", "")
+    for key, value in KUBELET_SYSCTLS.items():
+        assert f"{key}={value}" in text.splitlines(), key
+
+
+def test_config_extra_secret_written_but_never_shown(host):
+    if is_server(host):
+        assert config(host)["etcd-s3-secret-key"] == S3_SECRET
+    else:
+        assert "etcd-s3-secret-key" not in config(host)
+    log = Path(os.environ.get("MOLECULE_EPHEMERAL_DIRECTORY", "/nonexistent")) / "ansible.log"
+    if not log.exists():
+        pytest.fail(f"no Ansible log at {log}: molecule.yml sets ANSIBLE_LOG_PATH for this test")
+    text = log.read_text(errors="replace")
+    text = text[:text.rfind("PLAY RECAP")]
+    assert "Write /etc/rancher/k3s/config.yaml" in text
+    assert "+++ after" in text  # diffs are on (the agents' config.yaml diff is shown)
+    assert S3_SECRET not in text
