@@ -32,9 +32,9 @@ def test_nothing_mounted_under_the_k3s_trees(host):
 
 
 def test_k3s_trees_units_config_and_binary_are_gone(host):
-    for path in TREES + ["/etc/rancher/k3s", "/usr/local/bin/k3s", "/etc/systemd/system/k3s.service",
-                         "/etc/systemd/system/k3s.service.env", "/etc/systemd/system/k3s-agent.service",
-                         "/etc/systemd/system/k3s-agent.service.env"]:
+    for path in [*TREES, "/etc/rancher/k3s", "/usr/local/bin/k3s", "/etc/systemd/system/k3s.service",
+                 "/etc/systemd/system/k3s.service.env", "/etc/systemd/system/k3s-agent.service",
+                 "/etc/systemd/system/k3s-agent.service.env"]:
         assert not host.file(path).exists, f"{path} is still there"
     assert host.file("/var/lib/rancher").is_directory  # only k3s's own directory goes
 
