@@ -27,9 +27,42 @@ def _node_config(settings):
     return k3s.node_config(**settings)
 
 
+def _probes(registered):
+    """{server: {reachable, etcd, token, api}} from the probe loops' registered results.
+
+    registered: {'etcd': results, 'token': results, 'api': results}, each a loop over the
+    servers (item = server) of stat (etcd directory, server token) and uri (/ping on 6443).
+    """
+    probes = {}
+    for kind, results in (registered or {}).items():
+        for result in results or []:
+            host = result.get("item")
+            entry = probes.setdefault(host, {"reachable": True, "etcd": False, "token": False, "api": False})
+            if result.get("unreachable"):
+                entry["reachable"] = False
+                continue
+            if kind == "api":
+                entry["api"] = int(result.get("status", -1) or -1) > 0
+            else:
+                stat = result.get("stat") or {}
+                entry[kind] = bool(stat.get("exists"))
+    return probes
+
+
+def _bootstrap_plan(registered, servers, first_server):
+    """Who gets cluster-init, which server answers day-2 operations (k3s.bootstrap_plan)."""
+    return k3s.bootstrap_plan(servers, first_server, _probes(registered))
+
+
+def _version_problem(current, wanted, allow_downgrade=False, allow_skip_minor=False):
+    """'' when a node may go from `current` to `wanted`, else what to do (k3s.version_problem)."""
+    return k3s.version_problem(current, wanted, bool(allow_downgrade), bool(allow_skip_minor))
+
+
 class FilterModule(object):
     """k3s_node_config, k3s_iface_for_ip, k3s_sha256_for, k3s_is_downgrade, k3s_version_from_output,
-    k3s_binary_name, k3s_release_arch, k3s_token_problem, k3s_duplicate_hostnames, k3s_taints."""
+    k3s_binary_name, k3s_release_arch, k3s_token_problem, k3s_duplicate_hostnames, k3s_taints,
+    k3s_version_problem, k3s_current_version, k3s_bootstrap_plan."""
 
     def filters(self):
         return {
@@ -44,4 +77,7 @@ class FilterModule(object):
             "k3s_duplicate_hostnames": _wrap(k3s.duplicate_hostnames),
             "k3s_taints": _wrap(k3s.taint_dicts),
             "k3s_labels": _wrap(k3s.label_dict),
+            "k3s_version_problem": _wrap(_version_problem),
+            "k3s_current_version": _wrap(k3s.current_version),
+            "k3s_bootstrap_plan": _wrap(_bootstrap_plan),
         }

@@ -118,6 +118,7 @@ CLUSTER_VARIABLES = {
     "gpu_cluster_k3s_agent_batch": (False, "batch"),
     "gpu_cluster_k3s_drain_timeout": (False, "duration"),
     "gpu_cluster_k3s_cis_profile": (False, "bool"),
+    "gpu_cluster_backup_dir": (False, "any_path"),
     "gpu_cluster_pod_security_exempt_namespaces": (False, "dns_label_list"),
 }
 

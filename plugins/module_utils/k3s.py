@@ -1,7 +1,8 @@
 # -*- coding: utf-8 -*-
 # Copyright: (c) 2026, cps.gpu_cluster contributors
 # GNU General Public License v3.0+ (see COPYING or https://www.gnu.org/licenses/gpl-3.0.txt)
-"""Pure helpers for the k3s roles: token, config.yaml, interfaces, checksums, versions."""
+"""Pure helpers for the k3s roles: token, config.yaml, interfaces, checksums, versions,
+the version gate, the token rules and the bootstrap decision (cluster-init or join)."""
 
 from __future__ import (absolute_import, division, print_function)
 __metaclass__ = type
@@ -15,6 +16,9 @@ from ansible_collections.cps.gpu_cluster.plugins.module_utils import k3s_hardeni
 # no '%' (systemd specifier), no quotes, spaces, '#', '$', '\\' or ':' (the full
 # token form uses '::' as separator).
 TOKEN_SAFE = re.compile(r"^[A-Za-z0-9._-]{16,256}$")
+# The secure form k3s writes to /var/lib/rancher/k3s/server/token: K10<sha256 of the
+# cluster CA>::<user>:<secret>. Joining nodes given it verify the CA they talk to.
+TOKEN_FULL = re.compile(r"^K10([0-9a-f]{64})::([a-z]+):([A-Za-z0-9._-]{1,256})$")
 TOKEN_BYTES = 32
 
 _VERSION = re.compile(r"^v?(\d+)\.(\d+)\.(\d+)(?:-rc(\d+))?\+k3s(\d+)$")
@@ -28,15 +32,70 @@ def generate_token(nbytes=TOKEN_BYTES):
 
 
 def token_problem(token):
-    """Return why a token is unsafe for a systemd env file, or '' when it is fine."""
-    if not isinstance(token, str) or not token:
+    """Return why a token is unsafe for a systemd env file, or '' when it is fine.
+
+    Accepts the short form (16-256 characters of A-Za-z0-9._-) and the full form
+    K10<ca-hash>::server:<secret>; surrounding whitespace is ignored.
+    """
+    if not isinstance(token, str) or not token.strip():
         return "the k3s token is empty"
+    token = token.strip()
+    if TOKEN_FULL.match(token):
+        return ""
     if "%" in token:
         return "the k3s token contains '%', which systemd reads as a specifier in env files"
     if not TOKEN_SAFE.match(token):
         return ("the k3s token must be 16-256 characters of A-Z a-z 0-9 . _ - "
-                "(the short-token form, safe in systemd env files)")
+                "(the short-token form, safe in systemd env files) or the full form "
+                "K10<ca-hash>::server:<secret> from /var/lib/rancher/k3s/server/token")
     return ""
+
+
+def token_secret(token):
+    """The secret part of a token: <secret> of K10<hash>::server:<secret>, or the short token."""
+    token = (token or "").strip()
+    match = TOKEN_FULL.match(token)
+    return match.group(3) if match else token
+
+
+def token_plan(stored, given=None, running=None, initialised=False):
+    """Decide the cluster token: returns (token, generated); ValueError says what to change.
+
+    stored: the collection's token file on the token server (None when absent);
+    given: k3s_token (None when unset); running: /var/lib/rancher/k3s/server/token of an
+    initialised server (None when absent); initialised: whether any server already runs a
+    cluster. Once a cluster exists its token never changes here: a k3s_token whose secret
+    differs from the cluster's is refused and the stored token is kept. Surrounding
+    whitespace never counts as a difference.
+    """
+    stored = (stored or "").strip() or None
+    given = (given or "").strip() or None
+    running = (running or "").strip() or None
+    if given is not None:
+        problem = token_problem(given)
+        if problem:
+            raise ValueError("%s: set k3s_token to a safe value or leave it unset" % problem)
+    reference = running or stored
+    if given is not None and reference is not None and token_secret(given) != token_secret(reference):
+        raise ValueError(
+            "k3s_token differs from the token this cluster was initialised with, and a cluster's token "
+            "cannot be changed by editing k3s_token (every node would carry a token the cluster "
+            "rejects); nothing was changed. Remove k3s_token or set it to the current token (sudo cat "
+            "/var/lib/rancher/k3s/server/token on a server). To rotate it: run 'k3s token rotate "
+            "--new-token <new>' on a server, then set k3s_token to the new token and re-run (docs/k3s.md, "
+            "Token rotation).")
+    if stored is not None:
+        return stored, False
+    if given is not None:
+        return given, False
+    if running is not None:
+        return running, False
+    if initialised:
+        raise ValueError(
+            "the cluster is already initialised but no server's token could be read: set k3s_token to "
+            "the cluster's token (sudo cat /var/lib/rancher/k3s/server/token on a server) instead of "
+            "generating a new one")
+    return generate_token(), True
 
 
 def parse_version(version):
@@ -52,6 +111,80 @@ def parse_version(version):
 def is_downgrade(current, wanted):
     """True when going from `current` to `wanted` would be a downgrade."""
     return parse_version(wanted) < parse_version(current)
+
+
+def version_problem(current, wanted, allow_downgrade=False, allow_skip_minor=False):
+    """'' when a node may go from k3s `current` to `wanted`, else what to do instead.
+
+    current is '' for a node without k3s. Refused: a downgrade (k3s and etcd do not support
+    one) and skipping a minor version (Kubernetes supports one minor at a time), unless the
+    matching override is set.
+    """
+    if not current:
+        return ""
+    have, want = parse_version(current), parse_version(wanted)
+    if want < have and not allow_downgrade:
+        return ("k3s %s runs here and gpu_cluster_k3s_version is %s: k3s does not support downgrades. "
+                "Set gpu_cluster_k3s_version to %s or newer, or restore an etcd snapshot taken before "
+                "the upgrade (playbooks/etcd_snapshot.yml); set k3s_install_allow_downgrade=true only "
+                "if you know the data is compatible." % (current, wanted, current))
+    if want[:2] > have[:2] and not allow_skip_minor:
+        if want[0] != have[0] or want[1] > have[1] + 1:
+            return ("k3s %s runs here and gpu_cluster_k3s_version is %s: that skips minor versions. "
+                    "Upgrade one minor at a time: set gpu_cluster_k3s_version to the latest v%d.%d.x "
+                    "release, run playbooks/upgrade.yml, then the next minor; or set "
+                    "k3s_install_allow_skip_minor=true to force it."
+                    % (current, wanted, have[0], have[1] + 1))
+    return ""
+
+
+def current_version(running, binary):
+    """The version a node runs: what its API reports, else its binary's ('' when neither)."""
+    running = (running or "").strip()
+    if running:
+        try:
+            parse_version(running)
+            return running
+        except ValueError:
+            pass
+    return version_from_output(binary) if binary and "k3s version" in binary else (binary or "").strip()
+
+
+def bootstrap_plan(servers, first_server, probes):
+    """Decide who starts the cluster and which servers day-2 operations go through.
+
+    probes: {server: {'reachable': bool, 'etcd': bool, 'token': bool, 'api': bool}} where etcd
+    is /var/lib/rancher/k3s/server/db/etcd, token /var/lib/rancher/k3s/server/token and api
+    a k3s API answering on the server. Returns a dict:
+      cluster_init: the server that gets cluster-init ('' when every server joins): the first
+        server, unless another server already runs an initialised cluster and the first one
+        does not (a rebuilt first server joins instead of starting a second etcd);
+      api_server: the first server whose API answers, else the first initialised reachable
+        one, else the first server (drain, uncordon, snapshot, the join URL without a VIP);
+      token_server: the first initialised reachable server holding the server token, else
+        api_server (where the cluster token is kept and read);
+      initialised: the servers that already run a cluster.
+    """
+    servers = list(servers or [first_server])
+    if first_server in servers:
+        servers.remove(first_server)
+    servers.insert(0, first_server)
+
+    def probe(host):
+        return probes.get(host) or {}
+
+    reachable = [s for s in servers if probe(s).get("reachable", True)]
+    initialised = [s for s in reachable if probe(s).get("etcd") or probe(s).get("api")]
+    healthy = [s for s in reachable if probe(s).get("api")]
+    if not initialised or first_server in initialised:
+        cluster_init = first_server
+    else:
+        cluster_init = ""
+    api_server = (healthy or initialised or [first_server])[0]
+    with_token = [s for s in initialised if probe(s).get("token")]
+    token_server = with_token[0] if with_token else (api_server if initialised else first_server)
+    return {"cluster_init": cluster_init, "api_server": api_server, "token_server": token_server,
+            "initialised": initialised}
 
 
 def version_from_output(text):

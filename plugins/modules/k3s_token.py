@@ -12,11 +12,17 @@ module: k3s_token
 short_description: Keep the K3s cluster token in a 0600 file, generated once
 description:
   - Ensures O(path) holds the cluster token, mode C(0600).
-  - When the file already holds a token it is kept and never regenerated (an initialised
-    cluster keeps its token through re-runs and upgrades), unless O(token) is given and differs.
-  - When the file is absent, O(token) is written, or a new cryptographically random
-    short token (64 hex characters, safe in systemd env files) is generated.
-  - The token is never returned.
+  - Once a cluster is initialised its token is immutable here. The file is kept and never
+    regenerated; a O(token) whose secret differs from the cluster's (O(server_token_path), else
+    O(path)) fails with a message saying how to rotate the token (C(k3s token rotate)) and nothing
+    is written.
+  - Tokens are accepted in the short form (16-256 characters of C(A-Za-z0-9._-)) and in the full
+    form C(K10<ca-hash>::server:<secret>) k3s writes to C(/var/lib/rancher/k3s/server/token); the
+    two match when their secrets are equal. Surrounding whitespace is ignored.
+  - When the file is absent, O(token) is written, else the running server's token, else a new
+    cryptographically random short token (64 hex characters, safe in systemd env files).
+  - A directory or an unreadable file at O(path) or O(server_token_path) fails with a clear
+    message. The token is never returned.
 version_added: "1.0.0"
 author:
   - cps.gpu_cluster contributors (@cps-gpu-cluster)
@@ -27,16 +33,22 @@ options:
     required: true
   token:
     description:
-      - Token to use instead of a generated one (16-256 characters of C(A-Za-z0-9._-), no C(%)).
+      - Token to use instead of a generated one (short or full form, see the description).
     type: str
   initialised:
     description:
       - Whether a server of the cluster already runs with a token (for example
-        C(/var/lib/rancher/k3s/server/token) exists). When true and O(path) is absent and
-        O(token) is not given, the module fails instead of generating a token the cluster
-        would reject.
+        C(/var/lib/rancher/k3s/server/db/etcd) exists). When true and neither O(path),
+        O(server_token_path) nor O(token) holds a token, the module fails instead of generating
+        a token the cluster would reject.
     type: bool
     default: false
+  server_token_path:
+    description:
+      - The token file of a running k3s server on this host; when it exists it is the cluster's
+        token that O(token) is checked against.
+    type: path
+    default: /var/lib/rancher/k3s/server/token
 notes:
   - Supports check mode.
 attributes:
@@ -72,7 +84,22 @@ import os
 
 from ansible.module_utils.basic import AnsibleModule
 
-from ansible_collections.cps.gpu_cluster.plugins.module_utils.k3s import generate_token, token_problem
+from ansible_collections.cps.gpu_cluster.plugins.module_utils.k3s import token_plan
+
+
+def read_token(module, path, setting):
+    """Content of the token file at `path` (None when absent); a clean failure otherwise."""
+    if not os.path.lexists(path):
+        return None
+    if os.path.isdir(path):
+        module.fail_json(msg="%s is a directory, not a token file: set %s to a file path" % (path, setting))
+    try:
+        with open(path) as handle:
+            return handle.read()
+    except (OSError, UnicodeDecodeError) as exc:
+        module.fail_json(msg="Could not read the token file %s (%s): fix its permissions or set %s "
+                             "to a readable file" % (path, exc.__class__.__name__, setting))
+    return None
 
 
 def main():
@@ -81,43 +108,19 @@ def main():
             path=dict(type="path", required=True),
             token=dict(type="str", no_log=True),
             initialised=dict(type="bool", default=False),
+            server_token_path=dict(type="path", default="/var/lib/rancher/k3s/server/token"),
         ),
         supports_check_mode=True,
     )
     path = module.params["path"]
-    given = module.params["token"]
-    if given is not None:
-        problem = token_problem(given)
-        if problem:
-            module.fail_json(msg="%s: set k3s_token to a safe value or leave it unset" % problem)
+    stored = read_token(module, path, "k3s_node_token_file")
+    running = read_token(module, module.params["server_token_path"], "server_token_path")
+    try:
+        wanted, generated = token_plan(stored, module.params["token"], running, module.params["initialised"])
+    except ValueError as exc:
+        module.fail_json(msg=str(exc))
 
-    if os.path.isdir(path):
-        module.fail_json(msg="%s is a directory: point path at the token file (for example %s/cluster-token)"
-                             % (path, path.rstrip("/")))
-    current = None
-    if os.path.exists(path):
-        try:
-            with open(path) as handle:
-                current = handle.read().strip() or None
-        except OSError as exc:
-            module.fail_json(msg="Cannot read the k3s token file %s: %s" % (path, exc.strerror or exc))
-        except UnicodeDecodeError:
-            module.fail_json(msg="The k3s token file %s is not text: remove it or set k3s_token" % path)
-
-    generated = False
-    if current and (given is None or given == current):
-        wanted = current
-    elif given is not None:
-        wanted = given
-    elif module.params["initialised"]:
-        module.fail_json(msg="%s is missing but the cluster is already initialised: set k3s_token to the "
-                             "cluster's token (sudo cat /var/lib/rancher/k3s/server/token) instead of "
-                             "generating a new one" % path)
-    else:
-        wanted = generate_token()
-        generated = True
-
-    changed = wanted != current
+    changed = wanted != (stored or "").strip()
     if changed and not module.check_mode:
         directory = os.path.dirname(path)
         if directory and not os.path.isdir(directory):

@@ -1,8 +1,10 @@
 """k3s_install for real (ansible-playbook on localhost): the binary is downloaded from a local
 HTTP server that serves a stand-in release with its own sha256 file, verified, installed
 idempotently; a wrong checksum fails clearly and installs nothing; the air-gap directory is
-verified and copied (binary + images tarball). A real k3s release tier runs only when
-K3S_AIRGAP_DIR points at real artifacts (binary, sha256sum-amd64.txt, images tarball)."""
+verified and copied (binary + images tarball); the version gate refuses a downgrade and a skipped
+minor version before anything is downloaded; a replaced binary leaves the restart marker. A real
+k3s release tier runs only when K3S_AIRGAP_DIR points at real artifacts (binary,
+sha256sum-amd64.txt, images tarball)."""
 
 from __future__ import annotations
 
@@ -65,6 +67,8 @@ def run(tmp_path, **extra):
     extra.setdefault("k3s_install_version", VERSION)
     extra.setdefault("k3s_install_bin_dir", str(tmp_path / "bin"))
     extra.setdefault("k3s_install_images_dir", str(tmp_path / "images"))
+    # the marker's real place is /var/lib/rancher/k3s; keep it in the test's directory
+    extra.setdefault("__k3s_install_restart_marker", str(tmp_path / "k3s" / "restart-pending"))
     (tmp_path / "bin").mkdir(exist_ok=True)
     env = dict(os.environ, ANSIBLE_CONFIG=str(REPO / "ansible.cfg"), ANSIBLE_INJECT_FACT_VARS="false",
                ANSIBLE_NOCOLOR="1", ANSIBLE_LOCALHOST_WARNING="false", ANSIBLE_BECOME="false")
@@ -88,10 +92,14 @@ def test_download_is_verified_and_idempotent(tmp_path, release):
     assert hashlib.sha256(installed.read_bytes()).hexdigest() == release["digest"]
     assert oct(installed.stat().st_mode & 0o777) == "0o755"
     assert "k3s_install_changed=True" in out
+    marker = tmp_path / "k3s" / "restart-pending"
+    assert marker.read_text() == f"k3s {VERSION} installed; restart pending\n"
+    marker.unlink()  # what k3s_node does after the restart
     rc, out = run(tmp_path, k3s_install_release_url=release["url"])
     assert rc == 0, out
     assert "changed=0" in out, out
     assert "k3s_install_changed=False" in out
+    assert not marker.exists()
 
 
 def test_wrong_checksum_fails_clearly(tmp_path, release):
@@ -185,3 +193,38 @@ def test_airgap_dir_without_sha256_file_installs_when_allowed(tmp_path, release)
     assert rc == 0, out
     assert "UNVERIFIED k3s" in out
     assert hashlib.sha256((tmp_path / "bin" / "k3s").read_bytes()).hexdigest() == release["digest"]
+
+
+def installed(tmp_path, version):
+    """A k3s binary already on the node that reports `version`."""
+    binary = tmp_path / "bin" / "k3s"
+    binary.parent.mkdir(exist_ok=True)
+    binary.write_text(f"#!/bin/sh\necho 'k3s version {version} (installed)'\n")
+    binary.chmod(0o755)
+    return binary
+
+
+def test_version_gate_refuses_a_downgrade_before_downloading(tmp_path, release):
+    needs_amd64()
+    binary = installed(tmp_path, "v1.34.1+k3s1")
+    rc, out = run(tmp_path, k3s_install_release_url=release["url"])
+    assert rc != 0
+    assert "k3s v1.34.1+k3s1 runs here and gpu_cluster_k3s_version is v1.33.5+k3s1" in out
+    assert "does not support downgrades" in out and "Set gpu_cluster_k3s_version to v1.34.1+k3s1 or newer" in out
+    assert "(installed)" in binary.read_text()
+    rc, out = run(tmp_path, k3s_install_release_url=release["url"], k3s_install_allow_downgrade=True)
+    assert rc == 0, out
+    assert "(stand-in)" in binary.read_text()
+
+
+def test_version_gate_refuses_a_skipped_minor(tmp_path, release):
+    needs_amd64()
+    binary = installed(tmp_path, "v1.31.6+k3s1")
+    rc, out = run(tmp_path, k3s_install_release_url=release["url"])
+    assert rc != 0
+    assert "skips minor versions" in out and "latest v1.32.x release" in out
+    assert "k3s_install_allow_skip_minor=true" in out
+    assert "(installed)" in binary.read_text()
+    installed(tmp_path, "v1.32.9+k3s1")
+    rc, out = run(tmp_path, k3s_install_release_url=release["url"])
+    assert rc == 0, out  # one minor up is an upgrade

@@ -14,8 +14,9 @@ REPO = Path(__file__).resolve().parents[2]
 ROLES = sorted(p for p in (REPO / "roles").iterdir() if p.is_dir()) if (REPO / "roles").is_dir() else []
 MODULES = sorted((REPO / "plugins" / "modules").glob("*.py"))
 # Names the issues spell out for the k3s roles as a family (issue 5: ``k3s_airgap_dir``),
-# shared by k3s_prereq/k3s_install/k3s_node rather than owned by one of them.
-K3S_FAMILY_NAMES = {"k3s_airgap_dir", "k3s_token"}
+# shared by k3s_prereq/k3s_install/k3s_node rather than owned by one of them; issue 11:
+# ``k3s_install_bin_dir`` is the one setting for the binary's directory, read by k3s_node too.
+K3S_FAMILY_NAMES = {"k3s_airgap_dir", "k3s_token", "k3s_install_bin_dir"}
 PHASES = ["preflight", "proxmox_host", "provision", "k3s", "storage", "gpu", "apps", "verify"]
 
 

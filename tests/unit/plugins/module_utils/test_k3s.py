@@ -178,3 +178,122 @@ def test_labels_and_taints():
     ]
     with pytest.raises(ValueError):
         k3s.taint_dicts(["gpu=true:Never"])
+
+
+# --- issue 11: version gate, token rules, bootstrap decision -------------------------------
+
+FULL = "K10" + "0f" * 32 + "::server:cluster-secret-0123456789"
+
+
+@pytest.mark.parametrize("current, wanted, fragment", [
+    ("", "v1.33.5+k3s1", ""),                          # no k3s yet
+    ("v1.33.5+k3s1", "v1.33.5+k3s1", ""),              # same
+    ("v1.33.5+k3s1", "v1.33.6+k3s1", ""),              # patch
+    ("v1.33.5+k3s1", "v1.33.5+k3s2", ""),              # k3s revision
+    ("v1.33.5+k3s1", "v1.34.1+k3s1", ""),              # next minor
+    ("v1.33.5+k3s1", "v1.32.9+k3s1", "does not support downgrades"),
+    ("v1.33.5+k3s2", "v1.33.5+k3s1", "does not support downgrades"),
+    ("v1.31.6+k3s1", "v1.34.1+k3s1", "skips minor versions"),
+    ("v1.33.5+k3s1", "v2.0.0+k3s1", "skips minor versions"),
+])
+def test_version_problem(current, wanted, fragment):
+    problem = k3s.version_problem(current, wanted)
+    if not fragment:
+        assert problem == ""
+    else:
+        assert fragment in problem and current in problem and wanted in problem
+
+
+def test_version_problem_names_what_to_change_and_overrides():
+    down = k3s.version_problem("v1.33.5+k3s1", "v1.32.9+k3s1")
+    assert "gpu_cluster_k3s_version" in down and "k3s_install_allow_downgrade=true" in down
+    skip = k3s.version_problem("v1.31.6+k3s1", "v1.34.1+k3s1")
+    assert "one minor at a time" in skip and "v1.32.x" in skip and "k3s_install_allow_skip_minor=true" in skip
+    assert k3s.version_problem("v1.33.5+k3s1", "v1.32.9+k3s1", allow_downgrade=True) == ""
+    assert k3s.version_problem("v1.31.6+k3s1", "v1.34.1+k3s1", allow_skip_minor=True) == ""
+
+
+def test_current_version_prefers_what_the_node_runs():
+    assert k3s.current_version("v1.33.5+k3s1", "k3s version v1.34.1+k3s1 (abc)") == "v1.33.5+k3s1"
+    assert k3s.current_version("", "k3s version v1.34.1+k3s1 (abc)\ngo version go1.24") == "v1.34.1+k3s1"
+    assert k3s.current_version("error: connection refused", "k3s version v1.34.1+k3s1 (x)") == "v1.34.1+k3s1"
+    assert k3s.current_version("", "") == ""
+
+
+def test_full_token_form_is_accepted_and_has_a_secret():
+    assert k3s.token_problem(FULL) == ""
+    assert k3s.token_problem(FULL + "\n") == ""
+    assert k3s.token_problem("K10zz::server:x") != ""
+    assert k3s.token_secret(FULL) == "cluster-secret-0123456789"
+    assert k3s.token_secret(" short-token-0123456789\n") == "short-token-0123456789"
+
+
+def test_token_plan():
+    # generated once, then kept
+    token, generated = k3s.token_plan(None)
+    assert generated and len(token) == 64
+    assert k3s.token_plan(token + "\n") == (token, False)
+    # given: written; whitespace ignored
+    assert k3s.token_plan(None, " given-token-0123456789\n") == ("given-token-0123456789", False)
+    assert k3s.token_plan("given-token-0123456789", "given-token-0123456789\n") == ("given-token-0123456789", False)
+    # same secret in the full form: kept as stored
+    assert k3s.token_plan("cluster-secret-0123456789", FULL) == ("cluster-secret-0123456789", False)
+    # recovered from the running server
+    assert k3s.token_plan(None, None, FULL + "\n", initialised=True) == (FULL, False)
+
+
+@pytest.mark.parametrize("stored, given, running", [
+    ("old-token-0123456789", "brand-value-0123456789", None),
+    (None, "brand-value-0123456789", FULL),
+    ("cluster-secret-0123456789", "K10" + "0f" * 32 + "::server:another-secret-0123", None),
+])
+def test_token_plan_refuses_a_changed_token(stored, given, running):
+    with pytest.raises(ValueError) as info:
+        k3s.token_plan(stored, given, running, initialised=True)
+    assert "k3s token rotate" in str(info.value) and "k3s_token" in str(info.value)
+    assert "brand-value" not in str(info.value) and "another-secret" not in str(info.value)
+
+
+def test_token_plan_refuses_to_generate_for_an_initialised_cluster():
+    with pytest.raises(ValueError, match="already initialised"):
+        k3s.token_plan(None, None, None, initialised=True)
+    with pytest.raises(ValueError, match="k3s_token"):
+        k3s.token_plan(None, "with%percent0123456789")
+
+
+SERVERS = ["cp1", "cp2", "cp3"]
+
+
+def test_bootstrap_fresh_cluster_first_server_inits():
+    plan = k3s.bootstrap_plan(SERVERS, "cp1", {})
+    assert plan == {"cluster_init": "cp1", "api_server": "cp1", "token_server": "cp1", "initialised": []}
+
+
+def test_bootstrap_rebuilt_first_server_joins_a_healthy_one():
+    probes = {"cp1": {"reachable": True},
+              "cp2": {"etcd": True, "token": True, "api": True},
+              "cp3": {"etcd": True, "token": True, "api": True}}
+    plan = k3s.bootstrap_plan(SERVERS, "cp1", probes)
+    assert plan["cluster_init"] == ""
+    assert plan["api_server"] == "cp2" and plan["token_server"] == "cp2"
+    assert plan["initialised"] == ["cp2", "cp3"]
+
+
+def test_bootstrap_running_cluster_keeps_cluster_init_on_its_first_server():
+    probes = {s: {"etcd": True, "token": True, "api": True} for s in SERVERS}
+    plan = k3s.bootstrap_plan(SERVERS, "cp1", probes)
+    assert plan["cluster_init"] == "cp1" and plan["api_server"] == "cp1"
+
+
+def test_bootstrap_first_server_down_day2_goes_through_the_next_healthy():
+    probes = {"cp1": {"reachable": False},
+              "cp2": {"etcd": True, "token": True, "api": False},
+              "cp3": {"etcd": True, "token": True, "api": True}}
+    plan = k3s.bootstrap_plan(SERVERS, "cp1", probes)
+    assert plan["api_server"] == "cp3" and plan["token_server"] == "cp2" and plan["cluster_init"] == ""
+
+
+def test_bootstrap_mid_build_first_server_initialised_others_not():
+    probes = {"cp1": {"etcd": True, "token": True, "api": True}}
+    plan = k3s.bootstrap_plan(SERVERS, "cp1", probes)
+    assert plan["cluster_init"] == "cp1" and plan["token_server"] == "cp1"

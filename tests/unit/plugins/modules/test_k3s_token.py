@@ -23,6 +23,7 @@ class FailJson(Exception):
 
 def run(monkeypatch, **args):
     check = args.pop("check", False)
+    args.setdefault("server_token_path", "/nonexistent/k3s-server-token")
     if check:
         args["_ansible_check_mode"] = True
     monkeypatch.setattr(basic, "_ANSIBLE_ARGS", to_bytes(json.dumps({"ANSIBLE_MODULE_ARGS": args})))
@@ -61,16 +62,80 @@ def test_check_mode_writes_nothing(monkeypatch, tmp_path):
     assert not path.exists()
 
 
-def test_given_token_replaces_and_mode_is_fixed(monkeypatch, tmp_path):
+def test_given_token_is_written_and_mode_is_fixed(monkeypatch, tmp_path):
+    path = tmp_path / "cluster-token"
+    ok, result = run(monkeypatch, path=str(path), token="given-token-0123456789", server_token_path=str(tmp_path / "none"))
+    assert ok and result["changed"] and not result["generated"]
+    assert path.read_text() == "given-token-0123456789\n"
+    os.chmod(path, 0o644)
+    ok, result = run(monkeypatch, path=str(path), token="given-token-0123456789", server_token_path=str(tmp_path / "none"))
+    assert ok and result["changed"]  # only the mode
+    assert stat.S_IMODE(os.stat(path).st_mode) == 0o600
+    ok, result = run(monkeypatch, path=str(path), token="given-token-0123456789", server_token_path=str(tmp_path / "none"))
+    assert ok and not result["changed"]
+
+
+def test_changed_token_of_an_initialised_cluster_is_refused(monkeypatch, tmp_path):
     path = tmp_path / "cluster-token"
     path.write_text("old-token-0123456789\n")
-    os.chmod(path, 0o644)
-    ok, result = run(monkeypatch, path=str(path), token="given-token-0123456789")
-    assert ok and result["changed"] and not result["generated"]
-    assert path.read_text().strip() == "given-token-0123456789"
-    assert stat.S_IMODE(os.stat(path).st_mode) == 0o600
-    ok, result = run(monkeypatch, path=str(path), token="given-token-0123456789")
+    ok, result = run(monkeypatch, path=str(path), token="brand-value-0123456789", server_token_path=str(tmp_path / "none"))
+    assert not ok and "k3s token rotate" in result["msg"] and "nothing was changed" in result["msg"]
+    assert "old-token" not in result["msg"] and "brand-value" not in result["msg"]
+    assert path.read_text() == "old-token-0123456789\n"
+
+
+def test_changed_token_refused_against_the_running_server_token(monkeypatch, tmp_path):
+    server = tmp_path / "server-token"
+    server.write_text("K10" + "ab" * 32 + "::server:cluster-secret-0123456789\n")
+    path = tmp_path / "cluster-token"
+    ok, result = run(monkeypatch, path=str(path), token="other-secret-0123456789", server_token_path=str(server))
+    assert not ok and "k3s token rotate" in result["msg"]
+    assert not path.exists()
+
+
+def test_full_token_accepted_and_matches_its_short_form(monkeypatch, tmp_path):
+    server = tmp_path / "server-token"
+    full = "K10" + "ab" * 32 + "::server:cluster-secret-0123456789"
+    server.write_text(full + "\n")
+    path = tmp_path / "cluster-token"
+    ok, result = run(monkeypatch, path=str(path), token=full, server_token_path=str(server))
+    assert ok and result["changed"] and path.read_text().strip() == full
+    # the short form of the same secret is the same token: nothing changes
+    ok, result = run(monkeypatch, path=str(path), token="cluster-secret-0123456789", server_token_path=str(server))
     assert ok and not result["changed"]
+
+
+def test_missing_file_is_recovered_from_the_running_server(monkeypatch, tmp_path):
+    server = tmp_path / "server-token"
+    full = "K10" + "cd" * 32 + "::server:cluster-secret-0123456789"
+    server.write_text(full + "\n")
+    path = tmp_path / "cluster-token"
+    ok, result = run(monkeypatch, path=str(path), initialised=True, server_token_path=str(server))
+    assert ok and result["changed"] and not result["generated"]
+    assert path.read_text().strip() == full
+
+
+def test_surrounding_whitespace_is_no_change(monkeypatch, tmp_path):
+    path = tmp_path / "cluster-token"
+    path.write_text("given-token-0123456789")
+    os.chmod(path, 0o600)
+    for _round in range(2):
+        ok, result = run(monkeypatch, path=str(path), token=" given-token-0123456789\n\n",
+                         server_token_path=str(tmp_path / "none"))
+        assert ok and not result["changed"], result
+    assert path.read_text() == "given-token-0123456789"
+
+
+def test_directory_or_unreadable_path_fails_cleanly(monkeypatch, tmp_path):
+    (tmp_path / "dir").mkdir()
+    ok, result = run(monkeypatch, path=str(tmp_path / "dir"))
+    assert not ok and "is a directory" in result["msg"] and "k3s_node_token_file" in result["msg"]
+    ok, result = run(monkeypatch, path=str(tmp_path / "t"), server_token_path=str(tmp_path / "dir"))
+    assert not ok and "is a directory" in result["msg"]
+    unreadable = tmp_path / "unreadable"
+    unreadable.write_bytes(b"\xff\xfe not utf-8")
+    ok, result = run(monkeypatch, path=str(unreadable), server_token_path=str(tmp_path / "none"))
+    assert not ok and "Could not read the token file" in result["msg"]
 
 
 def test_unsafe_token_is_refused(monkeypatch, tmp_path):
@@ -81,7 +146,7 @@ def test_unsafe_token_is_refused(monkeypatch, tmp_path):
 
 def test_initialised_cluster_without_token_file_is_not_regenerated(monkeypatch, tmp_path):
     path = tmp_path / "cluster-token"
-    ok, result = run(monkeypatch, path=str(path), initialised=True)
+    ok, result = run(monkeypatch, path=str(path), initialised=True, server_token_path=str(tmp_path / "none"))
     assert not ok and "already initialised" in result["msg"]
     assert not path.exists()
 

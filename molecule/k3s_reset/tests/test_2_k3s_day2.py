@@ -1,0 +1,171 @@
+"""Day-2 refusals and recoveries after the reset, with ansible-playbook against these containers
+(the stand-in releases v1.33.5+k3s1 and v1.34.1+k3s1 are served on each container's loopback;
+the stand-in binary logs its calls to /var/log/k3s-standin.log). Ordered: each test starts from
+the state the one before left.
+
+- a fresh install after the reset;
+- a downgrade through site.yml and a skipped minor through k3s.yml are refused, naming what to set;
+- a changed k3s_token is refused and the stored token stays; the K10 form is accepted and is what
+  joining nodes get; a trailing newline is no change;
+- upgrade.yml stops when its etcd snapshot fails before any drain, and drains/upgrades once it works;
+- an interrupted converge (binary replaced, run stopped) restarts k3s on the re-run (marker);
+- a rebuilt cp1 joins the servers that still run instead of starting a cluster (cluster-init).
+
+No --limit: the inventory's gpu_cluster_node_ip comes from each container's facts."""
+
+import json
+import os
+import subprocess
+from pathlib import Path
+
+import pytest
+import yaml
+
+REPO = Path(os.environ.get("MOLECULE_PROJECT_DIRECTORY", Path(__file__).resolve().parents[3]))
+# molecule's inventory directory: the connection (ansible_inventory.yml) and the groups (hosts)
+INVENTORY = str(Path(os.environ["MOLECULE_INVENTORY_FILE"]).parent) if os.environ.get("MOLECULE_INVENTORY_FILE") else ""
+SERVERS = ["k3s_reset-cp1", "k3s_reset-cp2", "k3s_reset-cp3"]
+AGENT = "k3s_reset-agent1"
+ALL = [*SERVERS, AGENT]
+OLD, NEW = "v1.33.5+k3s1", "v1.34.1+k3s1"
+FULL = "K10" + f"{48879:064x}" + "::server:{secret}"
+
+pytestmark = pytest.mark.skipif(not INVENTORY, reason="SKIPPED day-2: run through molecule (MOLECULE_INVENTORY_FILE)")
+
+
+def playbook(name, *args, **extra):
+    env = dict(os.environ, ANSIBLE_NOCOLOR="1", ANSIBLE_FORCE_COLOR="0",
+               ANSIBLE_LOG_PATH=str(Path(os.environ["MOLECULE_EPHEMERAL_DIRECTORY"]) / "day2.log"))
+    cmd = ["ansible-playbook", "-i", INVENTORY, str(REPO / "playbooks" / name), *args]
+    if extra:
+        cmd += ["-e", json.dumps(extra)]
+    proc = subprocess.run(cmd, cwd=REPO, env=env, capture_output=True, text=True, timeout=900, check=False)
+    return proc.returncode, proc.stdout + proc.stderr
+
+
+def sh(host, command, check=True):
+    proc = subprocess.run(["podman", "exec", host, "sh", "-c", command], capture_output=True, text=True,
+                          check=False)
+    if check:
+        assert proc.returncode == 0, proc.stderr
+    return proc.stdout
+
+
+def unchanged(out):
+    recap = [line for line in out.splitlines() if line.split(" ")[0] in ALL and "changed=" in line]
+    return len(recap) == len(ALL) and all("changed=0" in line for line in recap)
+
+
+def hostname(host):
+    return sh(host, "hostname").strip()
+
+
+def version(host):
+    return sh(host, "/usr/local/bin/k3s --version").split()[2]
+
+
+def config(host):
+    return yaml.safe_load(sh(host, "cat /etc/rancher/k3s/config.yaml"))
+
+
+def test_fresh_install_after_the_reset():
+    rc, out = playbook("k3s.yml")
+    assert rc == 0, out
+    assert config("k3s_reset-cp1")["cluster-init"] is True
+    assert all(version(h) == OLD for h in ALL)
+
+
+def test_downgrade_refused_through_site_yml():
+    rc, out = playbook("site.yml", "--tags", "k3s", gpu_cluster_k3s_version="v1.32.9+k3s1")
+    assert rc != 0
+    assert "does not support downgrades" in out and "Set gpu_cluster_k3s_version to v1.33.5+k3s1 or newer" in out
+    assert "k3s_install_allow_downgrade" in out
+    assert all(version(h) == OLD for h in ALL)
+
+
+def test_skipped_minor_refused():
+    rc, out = playbook("k3s.yml", gpu_cluster_k3s_version="v1.35.0+k3s1")
+    assert rc != 0
+    assert "skips minor versions" in out and "one minor at a time" in out and "v1.34.x" in out
+    assert all(version(h) == OLD for h in ALL)
+
+
+def test_token_change_refused_and_stored_token_unchanged():
+    before = sh("k3s_reset-cp1", "cat /etc/rancher/k3s/cluster-token")
+    rc, out = playbook("k3s.yml", k3s_token="a-different-token-0123456789")
+    assert rc != 0
+    assert "k3s token rotate" in out and "nothing was changed" in out
+    assert "a-different-token" not in out
+    assert sh("k3s_reset-cp1", "cat /etc/rancher/k3s/cluster-token") == before
+    assert before.strip() in sh(AGENT, "cat /etc/systemd/system/k3s-agent.service.env")
+
+
+def test_k10_token_accepted_and_used_by_joining_nodes():
+    secret = sh("k3s_reset-cp1", "cat /etc/rancher/k3s/cluster-token").strip()
+    full = FULL.format(secret=secret)
+    # what k3s writes once it runs
+    sh("k3s_reset-cp1", f"mkdir -p /var/lib/rancher/k3s/server && printf '%s\\n' '{full}' > /var/lib/rancher/k3s/server/token")
+    rc, out = playbook("k3s.yml", k3s_token=full)
+    assert rc == 0, out
+    assert f"K3S_TOKEN={full}" in sh(AGENT, "cat /etc/systemd/system/k3s-agent.service.env")
+    assert f"K3S_TOKEN={full}" in sh("k3s_reset-cp2", "cat /etc/systemd/system/k3s.service.env")
+    assert f"K3S_TOKEN={secret}" in sh("k3s_reset-cp1", "cat /etc/systemd/system/k3s.service.env")
+    assert sh("k3s_reset-cp1", "cat /etc/rancher/k3s/cluster-token").strip() == secret
+    # surrounding whitespace is no change
+    rc, out = playbook("k3s.yml", k3s_token=full + "\n")
+    assert rc == 0, out
+    assert unchanged(out), out
+
+
+def test_snapshot_failure_stops_the_upgrade_before_any_drain():
+    for host in ALL:
+        sh(host, "rm -f /var/log/k3s-standin.log")
+    for host in SERVERS:
+        sh(host, "touch /etc/k3s-standin-fail-snapshot")
+    rc, out = playbook("upgrade.yml", gpu_cluster_k3s_version=NEW)
+    assert rc != 0
+    assert "etcd snapshot" in out and "no node was drained or upgraded" in out
+    calls = "".join(sh(h, "cat /var/log/k3s-standin.log 2>/dev/null || true") for h in ALL)
+    assert "etcd-snapshot save --name pre-upgrade-v1.34.1-k3s1" in calls
+    assert "drain" not in calls
+    assert all(version(h) == OLD for h in ALL)
+    # the same upgrade once the snapshot works: every node drained, upgraded, uncordoned
+    for host in SERVERS:
+        sh(host, "rm -f /etc/k3s-standin-fail-snapshot")
+    rc, out = playbook("upgrade.yml", gpu_cluster_k3s_version=NEW)
+    assert rc == 0, out
+    calls = "".join(sh(h, "cat /var/log/k3s-standin.log 2>/dev/null || true") for h in ALL)
+    for host in ALL:
+        assert f"kubectl drain {hostname(host)} " in calls and f"kubectl uncordon {hostname(host)}" in calls
+        assert version(host) == NEW
+        assert sh(host, "test -e /var/lib/rancher/k3s/restart-pending && echo yes || echo no").strip() == "no"
+
+
+def test_interrupted_converge_restarts_on_rerun():
+    # the binary on the agent is replaced (damaged here), then the run stops before k3s_node
+    sh(AGENT, "echo '# damaged' >> /usr/local/bin/k3s")
+    rc, out = playbook("k3s.yml", gpu_cluster_k3s_version=NEW, k3s_node_role="interrupted")
+    assert rc != 0
+    assert sh(AGENT, "cat /var/lib/rancher/k3s/restart-pending").startswith(f"k3s {NEW} installed")
+    rc, out = playbook("k3s.yml", gpu_cluster_k3s_version=NEW)
+    assert rc == 0, out
+    assert "Restart k3s, a restart is pending" in out
+    assert "RUNNING HANDLER [cps.gpu_cluster.k3s_node : Restart k3s]" in out
+    assert sh(AGENT, "test -e /var/lib/rancher/k3s/restart-pending && echo yes || echo no").strip() == "no"
+
+
+def test_rebuilt_first_server_joins_instead_of_cluster_init():
+    full = sh("k3s_reset-cp1", "cat /var/lib/rancher/k3s/server/token").strip()
+    for host in ("k3s_reset-cp2", "k3s_reset-cp3"):  # they still run the cluster
+        sh(host, "mkdir -p /var/lib/rancher/k3s/server/db/etcd && "
+                 f"printf '%s\\n' '{full}' > /var/lib/rancher/k3s/server/token")
+    sh("k3s_reset-cp1", "rm -rf /var/lib/rancher/k3s /etc/rancher/k3s")  # rebuilt: empty
+    rc, out = playbook("k3s.yml", gpu_cluster_k3s_version=NEW)
+    assert rc == 0, out
+    cfg = config("k3s_reset-cp1")
+    assert "cluster-init" not in cfg
+    cp2_ip = sh("k3s_reset-cp2", "ip -4 -o route get 1.1.1.1 | sed -n 's/.* src \\([0-9.]*\\).*/\\1/p'").strip()
+    assert cfg["server"] == f"https://{cp2_ip}:6443"
+    assert f"K3S_TOKEN={full}" in sh("k3s_reset-cp1", "cat /etc/systemd/system/k3s.service.env")
+    # the token the cluster runs with is now also kept on cp2 (the token server)
+    assert sh("k3s_reset-cp2", "cat /etc/rancher/k3s/cluster-token").strip() == full
