@@ -154,7 +154,7 @@ def test_initialised_cluster_without_token_file_is_not_regenerated(monkeypatch, 
 def test_directory_path_is_a_clean_error(monkeypatch, tmp_path):
     ok, result = run(monkeypatch, path=str(tmp_path))
     assert not ok
-    assert result["msg"] == f"{tmp_path} is a directory: point path at the token file (for example {tmp_path}/cluster-token)"
+    assert result["msg"] == f"{tmp_path} is a directory, not a token file: set k3s_node_token_file to a file path"
 
 
 @pytest.mark.skipif(os.geteuid() == 0, reason="root reads files whatever their mode")
@@ -163,7 +163,8 @@ def test_unreadable_path_is_a_clean_error(monkeypatch, tmp_path):
     path.write_text("secret-token-0123456789\n")
     os.chmod(path, 0)
     ok, result = run(monkeypatch, path=str(path))
-    assert not ok and result["msg"] == f"Cannot read the k3s token file {path}: Permission denied"
+    assert not ok and result["msg"] == (f"Could not read the token file {path} (PermissionError): fix its permissions "
+                                        "or set k3s_node_token_file to a readable file")
     assert "secret-token" not in json.dumps(result)
 
 
@@ -180,11 +181,13 @@ def test_unreadable_path_through_open_failing(monkeypatch, tmp_path):
 
     monkeypatch.setattr(builtins, "open", denying_open)
     ok, result = run(monkeypatch, path=str(path))
-    assert not ok and result["msg"] == f"Cannot read the k3s token file {path}: Permission denied"
+    assert not ok and result["msg"] == (f"Could not read the token file {path} (PermissionError): fix its permissions "
+                                        "or set k3s_node_token_file to a readable file")
 
 
 def test_binary_token_file_is_a_clean_error(monkeypatch, tmp_path):
     path = tmp_path / "cluster-token"
     path.write_bytes(b"\xff\xfe\x00garbage")
     ok, result = run(monkeypatch, path=str(path))
-    assert not ok and result["msg"] == f"The k3s token file {path} is not text: remove it or set k3s_token"
+    assert not ok and result["msg"] == (f"Could not read the token file {path} (UnicodeDecodeError): fix its permissions "
+                                        "or set k3s_node_token_file to a readable file")
