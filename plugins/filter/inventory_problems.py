@@ -20,7 +20,7 @@ description:
     NFS servers outside the pod and service networks and reachable from the node network), every
     C(gpu_cluster_*) variable a role or playbook reads (type, range, full-string syntax), pinned and
     supported versions, GPU counts and models, PCI ids, PCI addresses and PCI device assignments.
-  - Never raises on odd values (nested lists, mappings, None): a wrong type is a message.
+  - Never raises on odd values (nested lists, mappings, None); a wrong type is a message.
   - Returns one message per problem, each naming the host or group and the variable and saying what to change.
   - The companion filter C(cps.gpu_cluster.inventory_warnings) takes the same arguments and returns what is
     allowed but probably wrong (an C(ansible_host) DNS name that disagrees with the inventory name, a host in no

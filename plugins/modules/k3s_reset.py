@@ -19,7 +19,7 @@ description:
   - Refuses to delete anything while a mount is left under O(paths).
   - Removes O(paths) with a walk that never enters a mount point or a directory on another
     filesystem (such a directory is kept and reported in RV(kept)).
-  - Safe to re-run: what is already gone is skipped.
+  - Safe to re-run; what is already gone is skipped.
 version_added: "1.0.0"
 author:
   - cps.gpu_cluster contributors (@cps-gpu-cluster)

@@ -42,7 +42,7 @@ options:
 requirements:
   - kubernetes (Python library)
 author:
-  - cps.gpu_cluster contributors
+  - cps.gpu_cluster contributors (@cps-gpu-cluster)
 """
 
 EXAMPLES = r"""

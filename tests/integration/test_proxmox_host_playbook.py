@@ -70,4 +70,3 @@ def test_no_credentials_fails_outside_a_lab(tmp_path):
     assert ("FAILED proxmox_host: PCI mappings not created on pvetest: no Proxmox API credentials (set "
             "gpu_cluster_proxmox_api_url, gpu_cluster_proxmox_api_token_id and PROXMOX_TOKEN_SECRET)") in out
     assert "Read the GPUs' ids and IOMMU groups on the host" not in out, "nothing runs after the failure"
-

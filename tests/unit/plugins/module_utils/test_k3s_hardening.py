@@ -68,9 +68,8 @@ def test_rotation_settings_are_used():
     ({"admission_config_file": "/etc/x\n--foo"}, "admission_config_file must be an absolute path"),
 ])
 def test_bad_cis_settings_are_named(kwargs, fragment):
-    settings = dict(PATHS, role="server")
-    settings.update(kwargs)
-    role = settings.pop("role")
+    role = kwargs.get("role", "server")
+    settings = dict(PATHS, **{key: value for key, value in kwargs.items() if key != "role"})
     with pytest.raises(ValueError, match=fragment):
         k3s_hardening.cis_config(role, **settings)
 

@@ -56,8 +56,8 @@ def run_module(monkeypatch, args):
 
     monkeypatch.setattr(basic, "_ANSIBLE_ARGS", to_bytes(json.dumps({"ANSIBLE_MODULE_ARGS": args})))
     monkeypatch.setattr(basic, "_ANSIBLE_PROFILE", "legacy", raising=False)
-    monkeypatch.setattr(basic.AnsibleModule, "exit_json", lambda self, **kw: (_ for _ in ()).throw(Done("exit", kw)))
-    monkeypatch.setattr(basic.AnsibleModule, "fail_json", lambda self, **kw: (_ for _ in ()).throw(Done("fail", kw)))
+    monkeypatch.setattr(basic.AnsibleModule, "exit_json", lambda self, **kw: (item for item in ()).throw(Done("exit", kw)))
+    monkeypatch.setattr(basic.AnsibleModule, "fail_json", lambda self, **kw: (item for item in ()).throw(Done("fail", kw)))
     with pytest.raises(Done) as info:
         gpu_capacity.main()
     return info.value.args
