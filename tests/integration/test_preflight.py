@@ -175,3 +175,18 @@ def test_site_checks_the_inventory_once(tmp_path):
     assert output.count("Inventory OK:") == 1, output
     assert output.count("TASK [Collect the inventory's problems and warnings]") == 1, output
     assert "UNREACHABLE" not in output
+
+
+@pytest.mark.parametrize("limit", ["wk-gpu1", "k3s_servers"])
+def test_limit_without_localhost_still_runs_preflight(tmp_path, limit):
+    """--limit that leaves the control node out still checks the inventory first (once, on the
+    controller: the limited hosts are never contacted) and stops the run."""
+    case = next(case for case in CASES if case["id"] == "two_servers")
+    result = run_preflight(materialise(case["patch"], tmp_path), "playbooks/k3s.yml", "--limit", limit)
+    output = result.stdout + result.stderr
+    assert result.returncode != 0, output
+    assert case["message"] in output, output
+    assert re.findall(r"^PLAY \[([^\]]+)\]", output, re.M) == ["Preflight"], output
+    assert "UNREACHABLE" not in output
+    limited = {"wk-gpu1"} if limit == "wk-gpu1" else {"cp1", "cp2"}
+    assert recap_hosts(output) and set(recap_hosts(output)) <= limited, output

@@ -62,8 +62,9 @@ def unchanged(out):
     return len(recap) == len(ALL) and all("changed=0" in line for line in recap)
 
 
-def hostname(host):
-    return sh(host, "hostname").strip()
+def node_name(host):
+    """The k3s node name: gpu_cluster_node_name in molecule.yml (inventory name, '_' -> '-')."""
+    return host.replace("_", "-")
 
 
 def version(host):
@@ -142,7 +143,7 @@ def test_snapshot_failure_stops_the_upgrade_before_any_drain():
     assert rc == 0, out
     calls = "".join(sh(h, "cat /var/log/k3s-standin.log 2>/dev/null || true") for h in ALL)
     for host in ALL:
-        assert f"kubectl drain {hostname(host)} " in calls and f"kubectl uncordon {hostname(host)}" in calls
+        assert f"kubectl drain {node_name(host)} " in calls and f"kubectl uncordon {node_name(host)}" in calls
         assert version(host) == NEW
         assert sh(host, "test -e /var/lib/rancher/k3s/restart-pending && echo yes || echo no").strip() == "no"
 
