@@ -155,8 +155,10 @@ SECRET = "00000000"
 TOKEN = "terraform@pve!gpu-cluster=" + SECRET
 
 
-# -vvv is not covered: ansible-core prints the task environment (the token) in its EXEC line there.
-@pytest.mark.parametrize("args", [(), ("-v",), ("--check",), ("--check", "-v", "--diff"), ("-vv", "--diff")])
+# -vvv too: an exported PROXMOX_VE_API_TOKEN is inherited, never put in the task's environment
+# (which ansible-core prints in its EXEC line at -vvv).
+@pytest.mark.parametrize("args", [(), ("-v",), ("--check",), ("--check", "-v", "--diff"), ("-vv", "--diff"),
+                                  ("-vvv",), ("--check", "-vvv", "--diff")])
 def test_terraform_failure_shows_its_error_without_the_token(setup, args):
     done, calls = setup(*args, environment={"FAKE_TF_FAIL": "1",
                                             "PROXMOX_VE_API_TOKEN": TOKEN})
