@@ -45,7 +45,7 @@ def playbook(name, *args, **extra):
     cmd = ["ansible-playbook", "-i", INVENTORY, str(REPO / "playbooks" / name), *args]
     if extra:
         cmd += ["-e", json.dumps(extra)]
-    proc = subprocess.run(cmd, cwd=REPO, env=env, capture_output=True, text=True, timeout=900, check=False)
+    proc = subprocess.run(cmd, cwd=REPO, env=env, capture_output=True, text=True, timeout=3600, check=False)
     return proc.returncode, proc.stdout + proc.stderr
 
 
