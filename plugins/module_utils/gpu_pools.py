@@ -455,8 +455,14 @@ def inventory_pool_problems(groups, hostvars):
             break
     if pools is None:
         return []
-    workers = workers_view(dict((h, (hostvars or {}).get(h) or {}) for h in (groups or {}).get("gpu_workers") or []))
-    return pool_problems(pools, workers)
+    members = dict((h, (hostvars or {}).get(h) or {}) for h in (groups or {}).get("gpu_workers") or [])
+    problems = []
+    for host in sorted(members):
+        device_id = members[host].get("gpu_cluster_gpu_device_id")
+        if device_id is not None and normalize_device_id(device_id) is None:
+            problems.append("%s: gpu_cluster_gpu_device_id is %r; use the PCI vendor:device id lspci -nn shows for "
+                            "the GPU, like 10de:20b5" % (host, device_id))
+    return problems + pool_problems(pools, workers_view(members))
 
 
 # ------------------------------------------------------------------------------ capacity
@@ -571,10 +577,16 @@ def mig_strategy(pools, default="single"):
     return MIG_STRATEGY if pools else default
 
 
-def pool_node_labels(pools, host, variables=None):
+def pool_node_labels(pools, host, variables=None, as_list=False):
     """Labels one inventory host gets from the pools (``{}`` when it is in none): our pool label,
     ``nvidia.com/device-plugin.config=<pool>`` and, on MIG pools, ``nvidia.com/mig.config=<config>``.
-    ``variables`` are the host's variables (node_selector pools match its labels)."""
+    ``variables`` are the host's variables (node_selector pools match its labels); ``as_list`` returns
+    ``key=value`` strings (the form of ``k3s_node_labels``)."""
+    labels = _pool_node_labels(pools, host, variables)
+    return ["%s=%s" % item for item in sorted(labels.items())] if as_list else labels
+
+
+def _pool_node_labels(pools, host, variables):
     view = worker_view(host, variables or {})
     for pool in pools or []:
         if not isinstance(pool, dict) or not isinstance(pool.get("name"), string_types):
@@ -636,11 +648,12 @@ def resource_quotas(pools, workers):
     return quotas
 
 
-def quota_namespaces(pools, workers):
-    """Namespace objects for the granted namespaces (so the quotas can be applied); ``default`` exists."""
-    names = sorted(set(q["metadata"]["namespace"] for q in resource_quotas(pools, workers)) - set(["default"]))
-    return [{"apiVersion": "v1", "kind": "Namespace",
-             "metadata": {"name": n, "labels": {"app.kubernetes.io/part-of": "gpu-cluster"}}} for n in names]
+def quota_components(pools, workers):
+    """One component per quota namespace (``gpu-quota-<namespace>``), delivered into that namespace.
+    No Namespace object: Fleet creates a bundle's namespace, direct delivery creates it first, and a
+    namespace another component labels (the LLM namespace) is not claimed twice."""
+    return [{"name": ("gpu-quota-" + q["metadata"]["namespace"])[:63].rstrip("-"), "namespace": q["metadata"]["namespace"],
+             "manifests": [q]} for q in resource_quotas(pools, workers)]
 
 
 # ------------------------------------------------------------------------------ verify
