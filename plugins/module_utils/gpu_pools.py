@@ -492,7 +492,27 @@ def pool_resources(pool, workers):
     return sorted(names)
 
 
+def plain(value):
+    """A copy made of plain dict/list/str/int/float/bool/None (Ansible hands filters tagged subclasses,
+    which yaml.safe_dump cannot represent)."""
+    if isinstance(value, dict):
+        return dict((plain(k), plain(v)) for k, v in value.items())
+    if isinstance(value, (list, tuple)):
+        return [plain(v) for v in value]
+    if isinstance(value, bool) or value is None:
+        return value
+    if isinstance(value, int):
+        return int(value)
+    if isinstance(value, float):
+        return float(value)
+    if isinstance(value, string_types):
+        return str(value)
+    return value
+
+
 def _checked(pools, workers):
+    pools = plain(pools)
+    workers = plain(workers)
     workers = workers_view(workers) if not _is_view(workers) else workers
     problems = pool_problems(pools, workers)
     if problems:
