@@ -41,13 +41,13 @@ def ksm_resource(resource):
 
 
 def retention_size(storage_size):
-    """Prometheus ``retentionSize`` for a volume of ``storage_size`` (``50Gi``): 85 % of it, in GB units
-    Prometheus reads, so old blocks are dropped before the volume fills."""
+    """Prometheus ``retentionSize`` for a volume of ``storage_size`` (``50Gi``): 85 % of it (Prometheus'
+    ``GB`` is 2**30 bytes, a Gi), so old blocks are dropped before the volume fills."""
     match = SIZE_RE.fullmatch(str(storage_size))
     if not match:
         raise ValueError("storage size %r must be a whole number of Gi or Ti, like 50Gi" % (storage_size,))
     gib = int(match.group(1)) * (1024 if match.group(2) == "Ti" else 1)
-    return "%dGB" % max(1, int(gib * 1.073741824 * 0.85))
+    return "%dGB" % max(1, int(gib * 0.85))
 
 
 def _placement(infra):

@@ -26,7 +26,7 @@ def test_sanitised_names():
     assert gm.ksm_resource("nvidia.com/gpu.shared") == "nvidia_com_gpu_shared"
 
 
-@pytest.mark.parametrize(("size", "expected"), [("50Gi", "45GB"), ("1Ti", "935GB"), ("1Gi", "1GB")])
+@pytest.mark.parametrize(("size", "expected"), [("50Gi", "42GB"), ("1Ti", "870GB"), ("1Gi", "1GB")])
 def test_retention_size(size, expected):
     assert gm.retention_size(size) == expected
 
@@ -40,7 +40,7 @@ def test_retention_size_refuses(size):
 def test_stack_values_placement_and_storage():
     values = gm.stack_values("30d", "100Gi", infra=True)
     spec = values["prometheus"]["prometheusSpec"]
-    assert spec["retention"] == "30d" and spec["retentionSize"] == "91GB"
+    assert spec["retention"] == "30d" and spec["retentionSize"] == "85GB"
     assert spec["storageSpec"]["volumeClaimTemplate"]["spec"]["storageClassName"] == "nfs-client"
     for section in (spec, values["grafana"], values["alertmanager"]["alertmanagerSpec"], values["prometheusOperator"],
                     values["kube-state-metrics"]):
