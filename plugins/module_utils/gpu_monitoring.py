@@ -56,7 +56,7 @@ def _placement(infra):
     return {"nodeSelector": {INFRA_LABEL: "true"}, "tolerations": [dict(INFRA_TOLERATION)]}
 
 
-def stack_values(retention="15d", storage_size="50Gi", grafana_storage_size="10Gi", storage_class="nfs-client",
+def stack_values(retention="15d", storage_size="50Gi", *, grafana_storage_size="10Gi", storage_class="nfs-client",
                  infra=False, extra=None):
     """kube-prometheus-stack values: Prometheus retention and storage, Grafana storage and dashboards
     sidecar, every ServiceMonitor/PrometheusRule of the cluster selected, kube-state-metrics exporting
@@ -125,7 +125,7 @@ def dcgm_service_monitor(namespace="monitoring", operator_namespace="gpu-operato
     }
 
 
-def _rule(alert, expr, summary, description, severity="warning", duration="15m", labels=None):
+def _rule(alert, expr, summary, description, *, severity="warning", duration="15m", labels=None):
     rule_labels = {"severity": severity}
     rule_labels.update(labels or {})
     return {
@@ -142,7 +142,7 @@ def _pool_join(metric, resource, pool):
             % (metric, ksm_resource(resource), ksm_label(POOL_LABEL), pool))
 
 
-def alert_rules(pools=None, workers=None, usage_threshold=0.9, temperature_threshold=85):
+def alert_rules(pools=None, workers=None, *, usage_threshold=0.9, temperature_threshold=85):
     """The rule groups of the GPU PrometheusRule. ``GPUNodeWithoutPool``, ``GPUPoolCapacityLow`` and
     ``GPUPoolUsageHigh`` are written only when pools are declared (one of the latter two per pool and
     resource, with the pool's expected capacity from ``pool_capacity``)."""
@@ -204,18 +204,20 @@ def _number(value):
     return ("%g" % number)
 
 
-def prometheus_rule(pools=None, workers=None, namespace="monitoring", usage_threshold=0.9, temperature_threshold=85):
+def prometheus_rule(pools=None, workers=None, *, namespace="monitoring", usage_threshold=0.9, temperature_threshold=85):
     """The PrometheusRule ``gpu-cluster-gpu`` holding :func:`alert_rules`."""
     return {
         "apiVersion": "monitoring.coreos.com/v1",
         "kind": "PrometheusRule",
         "metadata": {"name": "gpu-cluster-gpu", "namespace": namespace,
                      "labels": {"app.kubernetes.io/part-of": "gpu-cluster"}},
-        "spec": {"groups": alert_rules(pools, workers, usage_threshold, temperature_threshold)},
+        "spec": {"groups": alert_rules(pools, workers, usage_threshold=usage_threshold,
+                                       temperature_threshold=temperature_threshold)},
     }
 
 
-def _panel(panel_id, title, expr, legend, unit, x, y):
+def _panel(panel_id, title, expr, legend, unit):
+    x, y = (panel_id - 1) % 2 * 12, (panel_id - 1) // 2 * 8
     return {
         "id": panel_id, "type": "timeseries", "title": title, "datasource": {"type": "prometheus", "uid": "${datasource}"},
         "gridPos": {"h": 8, "w": 12, "x": x, "y": y},
@@ -228,22 +230,22 @@ def dashboard(pools=None):
     """The Grafana dashboard (a dict) for GPUs and pools; ``$pool`` selects a pool's nodes."""
     pool_nodes = "on (node) group_left () max by (node) (kube_node_labels{%s=~\"$pool\"})" % ksm_label(POOL_LABEL)
     panels = [
-        _panel(1, "GPU utilisation", "avg by (node, gpu) (DCGM_FI_DEV_GPU_UTIL * %s)" % pool_nodes, "{{node}} GPU {{gpu}}", "percent", 0, 0),
+        _panel(1, "GPU utilisation", "avg by (node, gpu) (DCGM_FI_DEV_GPU_UTIL * %s)" % pool_nodes, "{{node}} GPU {{gpu}}", "percent"),
         _panel(2, "GPU memory used", "sum by (node, gpu) (DCGM_FI_DEV_FB_USED * %s) * 1048576" % pool_nodes, "{{node}} GPU {{gpu}}",
-               "bytes", 12, 0),
+               "bytes"),
         _panel(3, "GPU temperature", "max by (node, gpu) (DCGM_FI_DEV_GPU_TEMP * %s)" % pool_nodes, "{{node}} GPU {{gpu}}",
-               "celsius", 0, 8),
-        _panel(4, "GPU power", "sum by (node, gpu) (DCGM_FI_DEV_POWER_USAGE * %s)" % pool_nodes, "{{node}} GPU {{gpu}}", "watt", 12, 8),
+               "celsius"),
+        _panel(4, "GPU power", "sum by (node, gpu) (DCGM_FI_DEV_POWER_USAGE * %s)" % pool_nodes, "{{node}} GPU {{gpu}}", "watt"),
         _panel(5, "Allocatable GPU resources per pool",
                "sum by (%s, resource) (kube_node_status_allocatable{resource=~\"nvidia_com_.*\"} * on (node) group_left (%s) "
                "max by (node, %s) (kube_node_labels{%s=~\"$pool\"}))" % ((ksm_label(POOL_LABEL),) * 4),
-               "{{%s}} {{resource}}" % ksm_label(POOL_LABEL), "short", 0, 16),
+               "{{%s}} {{resource}}" % ksm_label(POOL_LABEL), "short"),
         _panel(6, "Requested GPU resources per pool",
                "sum by (%s, resource) (kube_pod_container_resource_requests{resource=~\"nvidia_com_.*\"} * on (node) group_left (%s) "
                "max by (node, %s) (kube_node_labels{%s=~\"$pool\"}))" % ((ksm_label(POOL_LABEL),) * 4),
-               "{{%s}} {{resource}}" % ksm_label(POOL_LABEL), "short", 12, 16),
+               "{{%s}} {{resource}}" % ksm_label(POOL_LABEL), "short"),
         _panel(7, "XID errors (last code)", "max by (node, gpu) (DCGM_FI_DEV_XID_ERRORS * %s)" % pool_nodes, "{{node}} GPU {{gpu}}",
-               "none", 0, 24),
+               "none"),
     ]
     names = sorted(p.get("name") for p in pools or [] if isinstance(p, dict) and isinstance(p.get("name"), str))
     return {

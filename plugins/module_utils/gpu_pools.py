@@ -499,14 +499,9 @@ def plain(value):
         return dict((plain(k), plain(v)) for k, v in value.items())
     if isinstance(value, (list, tuple)):
         return [plain(v) for v in value]
-    if isinstance(value, bool) or value is None:
-        return value
-    if isinstance(value, int):
-        return int(value)
-    if isinstance(value, float):
-        return float(value)
-    if isinstance(value, string_types):
-        return str(value)
+    for kind in (bool, int, float, str):
+        if isinstance(value, kind) and value is not None:
+            return kind(value)
     return value
 
 

@@ -17,7 +17,7 @@ REPO = Path(__file__).resolve().parents[4]
 A100_80 = "NVIDIA A100 80GB PCIe"
 HOMELAB_POOLS = yaml.safe_load((REPO / "inventories" / "homelab" / "group_vars" / "all" / "gpu_pools.yml").read_text())[
     "gpu_cluster_gpu_pools"]
-HOMELAB_WORKERS = dict(("wk-gpu%d" % i, {"gpu_cluster_gpu_count": 2, "gpu_cluster_gpu_model": A100_80}) for i in range(1, 5))
+HOMELAB_WORKERS = {f"wk-gpu{i}": {"gpu_cluster_gpu_count": 2, "gpu_cluster_gpu_model": A100_80} for i in range(1, 5)}
 
 
 def test_sanitised_names():
@@ -61,7 +61,7 @@ def test_rule_names_and_runbooks():
         for item in group["rules"]:
             anchor = item["annotations"]["runbook_url"].rsplit("#", 1)[1]
             assert anchor == item["alert"].lower()
-            assert "### %s" % item["alert"] in docs
+            assert f"### {item['alert']}" in docs
 
 
 def test_no_pool_rules_without_pools():
@@ -82,7 +82,7 @@ def test_every_rule_expression_parses():
         try:
             promql_parser.parse(expr)
         except ValueError as exc:
-            pytest.fail("%s: %s: %s" % (name, exc, expr))
+            pytest.fail(f"{name}: {exc}: {expr}")
 
 
 def test_every_dashboard_expression_parses():
@@ -96,7 +96,7 @@ def test_every_dashboard_expression_parses():
         try:
             promql_parser.parse(expr)
         except ValueError as exc:
-            pytest.fail("%s: %s: %s" % (title, exc, expr))
+            pytest.fail(f"{title}: {exc}: {expr}")
 
 
 def test_the_parser_check_can_fail():

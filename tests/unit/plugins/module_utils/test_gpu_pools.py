@@ -7,6 +7,7 @@ import copy
 import json
 from pathlib import Path
 
+import jsonschema
 import pytest
 import yaml
 from ansible_collections.cps.gpu_cluster.plugins.module_utils import gpu_pools as gp
@@ -236,7 +237,7 @@ def test_unknown_model_needs_a_device_id():
 
 @pytest.mark.parametrize("replicas", [1, 0, "4", None, True])
 def test_replicas_below_two(replicas):
-    assert "replicas %r must be a whole number of at least 2" % (replicas,) in one(
+    assert f"replicas {replicas!r} must be a whole number of at least 2" in one(
         [{"name": "a", "nodes": ["wk-4090"], "allocation": "timeslice", "replicas": replicas}])
 
 
@@ -298,7 +299,6 @@ DEVICE_PLUGIN_SCHEMA = FIXTURES / "k8s-device-plugin-v0.20.0" / "config-v1.schem
 
 
 def test_device_plugin_configmap_matches_the_plugin_format():
-    import jsonschema
     schema = json.loads(DEVICE_PLUGIN_SCHEMA.read_text())
     pools = [{"name": "ts", "nodes": ["wk-4090"], "allocation": "timeslice", "replicas": 4, "renameByDefault": True},
              {"name": "x", "nodes": ["wk-gpu1"], "allocation": "exclusive"}, mig_pool("all-1g.10gb", ["wk-gpu2"])]
@@ -359,7 +359,7 @@ def test_report_rows_on_a_real_mig_node():
     pools = [mig_pool("all-7g.40gb", [name])]
     assert gp.capacity_report(pools, hosts, [node]) == [{
         "check": "gpu pool capacity", "target": "mig (nvidia.com/mig-7g.40gb)", "status": "ok",
-        "detail": "1 of 1 expected nvidia.com/mig-7g.40gb allocatable on %s" % name}]
+        "detail": f"1 of 1 expected nvidia.com/mig-7g.40gb allocatable on {name}"}]
     hosts[name]["gpu_cluster_gpu_count"] = 2
     row = gp.capacity_report(pools, hosts, [node])[0]
     assert row["status"] == "failed"
