@@ -63,7 +63,8 @@ def test_gpu_phase_labels_only_its_namespace(api):
     namespaces = kubernetes.client.CoreV1Api(api).list_namespace().items
     privileged = [ns.metadata.name for ns in namespaces
                   if (ns.metadata.labels or {}).get("pod-security.kubernetes.io/enforce") == "privileged"]
-    # fast-scratch's helper pods need hostPath (only where a worker has a scratch disk)
-    assert set(privileged) <= {"gpu-operator", "fast-scratch"} and "gpu-operator" in privileged
+    # fast-scratch's helper pods need hostPath (only where a worker has a scratch disk); monitoring's
+    # node-exporter host namespaces (docs/gpu-pools.md)
+    assert set(privileged) <= {"gpu-operator", "fast-scratch", "monitoring"} and "gpu-operator" in privileged
     runtime_class = kubernetes.client.NodeV1Api(api).read_runtime_class("nvidia")
     assert runtime_class.handler == "nvidia"

@@ -1,0 +1,292 @@
+# -*- coding: utf-8 -*-
+# Copyright: (c) 2026, cps.gpu_cluster contributors
+# GNU General Public License v3.0+ (see COPYING or https://www.gnu.org/licenses/gpl-3.0.txt)
+"""GPU monitoring: kube-prometheus-stack values, the DCGM exporter's ServiceMonitor, the GPU
+PrometheusRule (alerts named after the reference design) and the Grafana dashboard, as pure functions.
+
+Metric names are those of kube-state-metrics (``kube_node_labels``, ``kube_node_status_allocatable``,
+``kube_pod_container_resource_requests``; label and resource names sanitised to ``[a-zA-Z0-9_]``) and
+of the DCGM exporter's default counters (``DCGM_FI_DEV_GPU_TEMP``, ``DCGM_FI_DEV_XID_ERRORS``, ...).
+"""
+
+from __future__ import (absolute_import, division, print_function)
+__metaclass__ = type
+
+import json
+import re
+
+from ansible_collections.cps.gpu_cluster.plugins.module_utils.gpu_pools import POOL_LABEL, pool_capacity
+
+RUNBOOK = "https://github.com/cps/gpu_cluster/blob/main/docs/gpu-pools.md#%s"
+ALERTS = ("GPUDriverMissing", "GPUNodeWithoutPool", "GPUPoolCapacityLow", "GPUPoolUsageHigh", "GPUXidErrors",
+          "GPUTemperatureHigh")
+INFRA_LABEL = "node-role.kubernetes.io/infra"
+INFRA_TOLERATION = {"key": INFRA_LABEL, "operator": "Equal", "value": "true", "effect": "NoSchedule"}
+DASHBOARD_LABEL = "grafana_dashboard"
+BUNDLE_LABEL = "gpu-cluster.cps/bundle"
+DCGM_SERVICE_LABELS = {"app": "nvidia-dcgm-exporter"}
+DCGM_PORT = "gpu-metrics"
+SIZE_RE = re.compile(r"([1-9][0-9]*)(Gi|Ti)")
+DURATION_RE = re.compile(r"([0-9]+(ms|s|m|h|d|w|y))+")
+
+
+def ksm_label(label):
+    """kube-state-metrics' name of a Kubernetes label in ``kube_node_labels``: ``label_`` + sanitised."""
+    return "label_" + re.sub(r"[^a-zA-Z0-9_]", "_", label)
+
+
+def ksm_resource(resource):
+    """kube-state-metrics' ``resource`` label value: ``nvidia.com/mig-1g.10gb`` -> ``nvidia_com_mig_1g_10gb``."""
+    return re.sub(r"[^a-zA-Z0-9_]", "_", resource)
+
+
+def retention_size(storage_size):
+    """Prometheus ``retentionSize`` for a volume of ``storage_size`` (``50Gi``): 85 % of it (Prometheus'
+    ``GB`` is 2**30 bytes, a Gi), so old blocks are dropped before the volume fills."""
+    match = SIZE_RE.fullmatch(str(storage_size))
+    if not match:
+        raise ValueError("storage size %r must be a whole number of Gi or Ti, like 50Gi" % (storage_size,))
+    gib = int(match.group(1)) * (1024 if match.group(2) == "Ti" else 1)
+    return "%dGB" % max(1, int(gib * 0.85))
+
+
+def _placement(infra):
+    if not infra:
+        return {}
+    return {"nodeSelector": {INFRA_LABEL: "true"}, "tolerations": [dict(INFRA_TOLERATION)]}
+
+
+def stack_values(retention="15d", storage_size="50Gi", *, grafana_storage_size="10Gi", storage_class="nfs-client",
+                 infra=False, extra=None):
+    """kube-prometheus-stack values: Prometheus retention and storage, Grafana storage and dashboards
+    sidecar, every ServiceMonitor/PrometheusRule of the cluster selected, kube-state-metrics exporting
+    the GPU node labels the alerts read, and infra-node placement when ``infra``."""
+    if not isinstance(retention, str) or not DURATION_RE.fullmatch(retention):
+        raise ValueError("retention %r must be a Prometheus duration, like 15d" % (retention,))
+    retention_size(grafana_storage_size)
+    placement = _placement(infra)
+    prometheus_spec = {
+        "retention": retention,
+        "retentionSize": retention_size(storage_size),
+        "storageSpec": {"volumeClaimTemplate": {"spec": {
+            "storageClassName": storage_class,
+            "accessModes": ["ReadWriteOnce"],
+            "resources": {"requests": {"storage": str(storage_size)}},
+        }}},
+        # Select every ServiceMonitor, PodMonitor, Probe and PrometheusRule, not only the release's.
+        "ruleSelectorNilUsesHelmValues": False,
+        "serviceMonitorSelectorNilUsesHelmValues": False,
+        "podMonitorSelectorNilUsesHelmValues": False,
+        "probeSelectorNilUsesHelmValues": False,
+    }
+    prometheus_spec.update(placement)
+    values = {
+        "prometheus": {"prometheusSpec": prometheus_spec},
+        "alertmanager": {"alertmanagerSpec": dict(placement)},
+        "prometheusOperator": dict(placement),
+        "grafana": dict({
+            "persistence": {"enabled": True, "storageClassName": storage_class, "size": str(grafana_storage_size)},
+            "sidecar": {"dashboards": {"enabled": True, "label": DASHBOARD_LABEL, "labelValue": "1",
+                                       "searchNamespace": "ALL"}},
+        }, **placement),
+        "kube-state-metrics": dict({
+            "metricLabelsAllowlist": ["nodes=[gpu,%s,nvidia.com/device-plugin.config,nvidia.com/mig.config]" % POOL_LABEL],
+        }, **placement),
+    }
+    return _merge(values, extra or {})
+
+
+def _merge(base, override):
+    result = dict(base)
+    for key, value in override.items():
+        result[key] = _merge(result[key], value) if isinstance(value, dict) and isinstance(result.get(key), dict) else value
+    return result
+
+
+def dcgm_service_monitor(namespace="monitoring", operator_namespace="gpu-operator", interval="15s"):
+    """ServiceMonitor scraping the GPU Operator's DCGM exporter (Service ``nvidia-dcgm-exporter``, port
+    ``gpu-metrics``); the scraped pod's node becomes the ``node`` label (joins with kube-state-metrics)."""
+    return {
+        "apiVersion": "monitoring.coreos.com/v1",
+        "kind": "ServiceMonitor",
+        "metadata": {"name": "nvidia-dcgm-exporter", "namespace": namespace,
+                     "labels": {"app.kubernetes.io/part-of": "gpu-cluster"}},
+        "spec": {
+            "namespaceSelector": {"matchNames": [operator_namespace]},
+            "selector": {"matchLabels": dict(DCGM_SERVICE_LABELS)},
+            "endpoints": [{
+                "port": DCGM_PORT,
+                "path": "/metrics",
+                "interval": interval,
+                "relabelings": [{"sourceLabels": ["__meta_kubernetes_pod_node_name"], "targetLabel": "node",
+                                 "action": "replace"}],
+            }],
+        },
+    }
+
+
+def _rule(alert, expr, summary, description, *, severity="warning", duration="15m", labels=None):
+    rule_labels = {"severity": severity}
+    rule_labels.update(labels or {})
+    return {
+        "alert": alert,
+        "expr": expr,
+        "for": duration,
+        "labels": rule_labels,
+        "annotations": {"summary": summary, "description": description, "runbook_url": RUNBOOK % alert.lower()},
+    }
+
+
+def _pool_join(metric, resource, pool):
+    return ("%s{resource=\"%s\"} * on (node) group_left () max by (node) (kube_node_labels{%s=\"%s\"})"
+            % (metric, ksm_resource(resource), ksm_label(POOL_LABEL), pool))
+
+
+def alert_rules(pools=None, workers=None, *, usage_threshold=0.9, temperature_threshold=85):
+    """The rule groups of the GPU PrometheusRule. ``GPUNodeWithoutPool``, ``GPUPoolCapacityLow`` and
+    ``GPUPoolUsageHigh`` are written only when pools are declared (one of the latter two per pool and
+    resource, with the pool's expected capacity from ``pool_capacity``)."""
+    gpu_label = ksm_label("gpu")
+    node_rules = [
+        _rule("GPUDriverMissing",
+              "max by (node) (kube_node_labels{%s=\"true\"}) unless on (node) "
+              "(max by (node) (kube_node_status_allocatable{resource=~\"nvidia_com_gpu.*|nvidia_com_mig_.*\"}) > 0)" % gpu_label,
+              "GPU node {{ $labels.node }} advertises no GPU resource",
+              "Node {{ $labels.node }} is labelled gpu=true but advertises no nvidia.com GPU resource: the driver or "
+              "the device plugin is not running there."),
+        _rule("GPUXidErrors",
+              "(max by (node, gpu, UUID) (changes(DCGM_FI_DEV_XID_ERRORS[15m])) > 0) "
+              "and on (node, gpu, UUID) (max by (node, gpu, UUID) (DCGM_FI_DEV_XID_ERRORS) > 0)",
+              "GPU {{ $labels.gpu }} on {{ $labels.node }} reported an XID error",
+              "DCGM reports a new XID error on GPU {{ $labels.gpu }} ({{ $labels.UUID }}) of node {{ $labels.node }}.",
+              severity="critical", duration="0m"),
+        _rule("GPUTemperatureHigh",
+              "max by (node, gpu, UUID) (DCGM_FI_DEV_GPU_TEMP) > %d" % int(temperature_threshold),
+              "GPU {{ $labels.gpu }} on {{ $labels.node }} is at {{ $value }} C",
+              "GPU {{ $labels.gpu }} of node {{ $labels.node }} has been above %d C for 10 minutes." % int(temperature_threshold),
+              duration="10m"),
+    ]
+    groups = [{"name": "gpu-nodes", "rules": node_rules}]
+    if pools:
+        pool_rules = [_rule(
+            "GPUNodeWithoutPool",
+            "max by (node) (kube_node_labels{%s=\"true\", %s=\"\"})" % (gpu_label, ksm_label(POOL_LABEL)),
+            "GPU node {{ $labels.node }} is in no GPU pool",
+            "Node {{ $labels.node }} is labelled gpu=true but has no %s label; add it to gpu_cluster_gpu_pools." % POOL_LABEL)]
+        for pool in pool_capacity(pools, workers):
+            for resource, count in sorted(pool["resources"].items()):
+                labels = {"pool": pool["name"], "resource": resource}
+                allocatable = _pool_join("kube_node_status_allocatable", resource, pool["name"])
+                pool_rules.append(_rule(
+                    "GPUPoolCapacityLow",
+                    "(sum(%s) or vector(0)) < %d" % (allocatable, count),
+                    "GPU pool %s offers fewer %s than expected" % (pool["name"], resource),
+                    "GPU pool %s has {{ $value }} allocatable %s, expected %d." % (pool["name"], resource, count),
+                    labels=labels))
+                requests = ("(kube_pod_container_resource_requests{resource=\"%s\"} unless on (namespace, pod) "
+                            "(kube_pod_status_phase{phase=~\"Succeeded|Failed\"} == 1))"
+                            % ksm_resource(resource))
+                pool_rules.append(_rule(
+                    "GPUPoolUsageHigh",
+                    "sum(%s * on (node) group_left () max by (node) (kube_node_labels{%s=\"%s\"})) / sum(%s) > %s"
+                    % (requests, ksm_label(POOL_LABEL), pool["name"], allocatable, _number(usage_threshold)),
+                    "GPU pool %s is almost fully requested" % pool["name"],
+                    "Pods request {{ $value | humanizePercentage }} of GPU pool %s's %s." % (pool["name"], resource),
+                    labels=labels))
+        groups.append({"name": "gpu-pools", "rules": pool_rules})
+    return groups
+
+
+def _number(value):
+    number = float(value)
+    if not 0 < number <= 1:
+        raise ValueError("usage threshold %r must be a fraction in (0, 1], like 0.9" % (value,))
+    return ("%g" % number)
+
+
+def prometheus_rule(pools=None, workers=None, *, namespace="monitoring", usage_threshold=0.9, temperature_threshold=85):
+    """The PrometheusRule ``gpu-cluster-gpu`` holding :func:`alert_rules`."""
+    return {
+        "apiVersion": "monitoring.coreos.com/v1",
+        "kind": "PrometheusRule",
+        "metadata": {"name": "gpu-cluster-gpu", "namespace": namespace,
+                     "labels": {"app.kubernetes.io/part-of": "gpu-cluster"}},
+        "spec": {"groups": alert_rules(pools, workers, usage_threshold=usage_threshold,
+                                       temperature_threshold=temperature_threshold)},
+    }
+
+
+def _panel(panel_id, title, expr, legend, unit):
+    x, y = (panel_id - 1) % 2 * 12, (panel_id - 1) // 2 * 8
+    return {
+        "id": panel_id, "type": "timeseries", "title": title, "datasource": {"type": "prometheus", "uid": "${datasource}"},
+        "gridPos": {"h": 8, "w": 12, "x": x, "y": y},
+        "fieldConfig": {"defaults": {"unit": unit}, "overrides": []},
+        "targets": [{"refId": "A", "expr": expr, "legendFormat": legend}],
+    }
+
+
+def dashboard(pools=None):
+    """The Grafana dashboard (a dict) for GPUs and pools; ``$pool`` selects a pool's nodes."""
+    pool_nodes = "on (node) group_left () max by (node) (kube_node_labels{%s=~\"$pool\"})" % ksm_label(POOL_LABEL)
+    panels = [
+        _panel(1, "GPU utilisation", "avg by (node, gpu) (DCGM_FI_DEV_GPU_UTIL * %s)" % pool_nodes, "{{node}} GPU {{gpu}}", "percent"),
+        _panel(2, "GPU memory used", "sum by (node, gpu) (DCGM_FI_DEV_FB_USED * %s) * 1048576" % pool_nodes, "{{node}} GPU {{gpu}}",
+               "bytes"),
+        _panel(3, "GPU temperature", "max by (node, gpu) (DCGM_FI_DEV_GPU_TEMP * %s)" % pool_nodes, "{{node}} GPU {{gpu}}",
+               "celsius"),
+        _panel(4, "GPU power", "sum by (node, gpu) (DCGM_FI_DEV_POWER_USAGE * %s)" % pool_nodes, "{{node}} GPU {{gpu}}", "watt"),
+        _panel(5, "Allocatable GPU resources per pool",
+               "sum by (%s, resource) (kube_node_status_allocatable{resource=~\"nvidia_com_.*\"} * on (node) group_left (%s) "
+               "max by (node, %s) (kube_node_labels{%s=~\"$pool\"}))" % ((ksm_label(POOL_LABEL),) * 4),
+               "{{%s}} {{resource}}" % ksm_label(POOL_LABEL), "short"),
+        _panel(6, "Requested GPU resources per pool",
+               "sum by (%s, resource) (kube_pod_container_resource_requests{resource=~\"nvidia_com_.*\"} * on (node) group_left (%s) "
+               "max by (node, %s) (kube_node_labels{%s=~\"$pool\"}))" % ((ksm_label(POOL_LABEL),) * 4),
+               "{{%s}} {{resource}}" % ksm_label(POOL_LABEL), "short"),
+        _panel(7, "XID errors (last code)", "max by (node, gpu) (DCGM_FI_DEV_XID_ERRORS * %s)" % pool_nodes, "{{node}} GPU {{gpu}}",
+               "none"),
+    ]
+    names = sorted(p.get("name") for p in pools or [] if isinstance(p, dict) and isinstance(p.get("name"), str))
+    return {
+        "uid": "gpu-cluster-gpus",
+        "title": "GPUs and GPU pools",
+        "tags": ["gpu", "gpu-cluster"],
+        "timezone": "utc",
+        "schemaVersion": 39,
+        "refresh": "1m",
+        "time": {"from": "now-6h", "to": "now"},
+        "templating": {"list": [
+            {"name": "datasource", "type": "datasource", "query": "prometheus", "label": "Data source"},
+            {"name": "pool", "type": "custom", "label": "GPU pool", "includeAll": True, "multi": True, "allValue": ".*",
+             "query": ",".join(names), "current": {"text": "All", "value": "$__all"}},
+        ]},
+        "panels": panels,
+    }
+
+
+def dashboard_configmap(pools=None, namespace="monitoring"):
+    """ConfigMap the Grafana sidecar loads (label ``grafana_dashboard=1``)."""
+    return {
+        "apiVersion": "v1",
+        "kind": "ConfigMap",
+        "metadata": {"name": "gpu-cluster-gpu-dashboard", "namespace": namespace,
+                     "labels": {DASHBOARD_LABEL: "1", "app.kubernetes.io/part-of": "gpu-cluster"}},
+        "data": {"gpu-cluster-gpus.json": json.dumps(dashboard(pools), indent=2, sort_keys=True)},
+    }
+
+
+def rule_expressions(rule_object):
+    """Every PromQL expression of a PrometheusRule (alert name or record, expr)."""
+    return [(r.get("alert") or r.get("record"), r["expr"])
+            for group in rule_object["spec"]["groups"] for r in group["rules"]]
+
+
+def dashboard_expressions(configmap):
+    """Every PromQL expression of a dashboard ConfigMap, Grafana variables replaced by a matching regex."""
+    result = []
+    for text in configmap["data"].values():
+        for panel in json.loads(text)["panels"]:
+            for target in panel["targets"]:
+                result.append((panel["title"], target["expr"].replace("$pool", ".*")))
+    return result

@@ -1,0 +1,111 @@
+"""GPU monitoring: stack values, ServiceMonitor, PrometheusRule and dashboard; every PromQL expression
+parsed by a PromQL parser (promql-parser, the Python binding of the Rust promql-parser crate; pinned in
+requirements-dev.txt), since no promtool binary can be had here."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+import yaml
+from ansible_collections.cps.gpu_cluster.plugins.module_utils import gpu_monitoring as gm
+
+promql_parser = pytest.importorskip("promql_parser")
+
+REPO = Path(__file__).resolve().parents[4]
+A100_80 = "NVIDIA A100 80GB PCIe"
+HOMELAB_POOLS = yaml.safe_load((REPO / "inventories" / "homelab" / "group_vars" / "all" / "gpu_pools.yml").read_text())[
+    "gpu_cluster_gpu_pools"]
+HOMELAB_WORKERS = {f"wk-gpu{i}": {"gpu_cluster_gpu_count": 2, "gpu_cluster_gpu_model": A100_80} for i in range(1, 5)}
+
+
+def test_sanitised_names():
+    assert gm.ksm_label("gpu-cluster.cps/gpu-pool") == "label_gpu_cluster_cps_gpu_pool"
+    assert gm.ksm_resource("nvidia.com/mig-1g.10gb") == "nvidia_com_mig_1g_10gb"
+    assert gm.ksm_resource("nvidia.com/gpu.shared") == "nvidia_com_gpu_shared"
+
+
+@pytest.mark.parametrize(("size", "expected"), [("50Gi", "42GB"), ("1Ti", "870GB"), ("1Gi", "1GB")])
+def test_retention_size(size, expected):
+    assert gm.retention_size(size) == expected
+
+
+@pytest.mark.parametrize("size", ["50G", "0Gi", "", None, "50Mi"])
+def test_retention_size_refuses(size):
+    with pytest.raises(ValueError, match="whole number of Gi or Ti"):
+        gm.retention_size(size)
+
+
+def test_stack_values_placement_and_storage():
+    values = gm.stack_values("30d", "100Gi", infra=True)
+    spec = values["prometheus"]["prometheusSpec"]
+    assert spec["retention"] == "30d" and spec["retentionSize"] == "85GB"
+    assert spec["storageSpec"]["volumeClaimTemplate"]["spec"]["storageClassName"] == "nfs-client"
+    for section in (spec, values["grafana"], values["alertmanager"]["alertmanagerSpec"], values["prometheusOperator"],
+                    values["kube-state-metrics"]):
+        assert section["nodeSelector"] == {"node-role.kubernetes.io/infra": "true"}
+        assert section["tolerations"][0]["key"] == "node-role.kubernetes.io/infra"
+    assert "nodeSelector" not in gm.stack_values()["grafana"]
+    assert gm.stack_values(extra={"grafana": {"adminUser": "me"}})["grafana"]["persistence"]["enabled"] is True
+    with pytest.raises(ValueError, match="Prometheus duration"):
+        gm.stack_values("15 days")
+
+
+def test_rule_names_and_runbooks():
+    rule = gm.prometheus_rule(HOMELAB_POOLS, HOMELAB_WORKERS)
+    names = {name for name, _expr in gm.rule_expressions(rule)}
+    assert names == set(gm.ALERTS)
+    docs = (REPO / "docs" / "gpu-pools.md").read_text()
+    for group in rule["spec"]["groups"]:
+        for item in group["rules"]:
+            anchor = item["annotations"]["runbook_url"].rsplit("#", 1)[1]
+            assert anchor == item["alert"].lower()
+            assert f"### {item['alert']}" in docs
+
+
+def test_no_pool_rules_without_pools():
+    names = {name for name, _expr in gm.rule_expressions(gm.prometheus_rule())}
+    assert names == {"GPUDriverMissing", "GPUXidErrors", "GPUTemperatureHigh"}
+
+
+def test_capacity_rules_carry_the_expected_counts():
+    rules = [r for g in gm.prometheus_rule(HOMELAB_POOLS, HOMELAB_WORKERS)["spec"]["groups"] for r in g["rules"]
+             if r["alert"] == "GPUPoolCapacityLow"]
+    assert {(r["labels"]["pool"], r["labels"]["resource"]): r["expr"].rsplit("< ", 1)[1] for r in rules} == {
+        ("training", "nvidia.com/gpu"): "4", ("notebooks", "nvidia.com/gpu.shared"): "8",
+        ("inference", "nvidia.com/mig-1g.10gb"): "14"}
+
+
+def test_every_rule_expression_parses():
+    for name, expr in gm.rule_expressions(gm.prometheus_rule(HOMELAB_POOLS, HOMELAB_WORKERS)):
+        try:
+            promql_parser.parse(expr)
+        except ValueError as exc:
+            pytest.fail(f"{name}: {exc}: {expr}")
+
+
+def test_every_dashboard_expression_parses():
+    configmap = gm.dashboard_configmap(HOMELAB_POOLS)
+    assert configmap["metadata"]["labels"]["grafana_dashboard"] == "1"
+    dashboard = json.loads(configmap["data"]["gpu-cluster-gpus.json"])
+    assert dashboard["templating"]["list"][1]["query"] == "inference,notebooks,training"
+    expressions = gm.dashboard_expressions(configmap)
+    assert len(expressions) == 7
+    for title, expr in expressions:
+        try:
+            promql_parser.parse(expr)
+        except ValueError as exc:
+            pytest.fail(f"{title}: {exc}: {expr}")
+
+
+def test_the_parser_check_can_fail():
+    with pytest.raises(ValueError):
+        promql_parser.parse("sum(kube_node_labels{label_gpu=\"true\"} > ")
+    with pytest.raises(ValueError):
+        promql_parser.parse("max by (node) (kube_node_labels{label_gpu=true})")
+
+
+def test_usage_threshold_is_a_fraction():
+    with pytest.raises(ValueError, match="fraction"):
+        gm.alert_rules(HOMELAB_POOLS, HOMELAB_WORKERS, usage_threshold=90)
