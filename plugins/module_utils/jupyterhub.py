@@ -280,7 +280,7 @@ def resolve_profiles(entries, workers, pools=None, drop_unsatisfiable=False, nam
     return result
 
 
-def profile_spec(entry, pools=None, images=None, home=None, scratch=None):
+def profile_spec(entry, pools=None, images=None, home=None, scratch=None, singleuser_package=None):
     """Everything one profile becomes: GPU count, resource, selector, sizes, images, volumes."""
     images = images or {}
     gpu = entry.get("gpu", 0)
@@ -307,10 +307,11 @@ def profile_spec(entry, pools=None, images=None, home=None, scratch=None):
     spec.update({k: row[k] for k in ("cpu_guarantee", "cpu_limit", "mem_guarantee", "mem_limit")})
     default_name = "CPU only" if gpu == 0 else "%d GPU%s" % (gpu, "" if gpu == 1 else "s")
     spec["display_name"] = entry.get("display_name") or (default_name + (" (pool %s)" % pool["name"] if pool else ""))
-    spec["description"] = entry.get("description") or "%s CPU, %s memory%s" % (
-        _num(row["cpu_guarantee"]), row["mem_guarantee"] + "B",
+    spec["description"] = entry.get("description") or "%s CPU, %s GiB memory%s" % (
+        _num(row["cpu_guarantee"]), row["mem_guarantee"].rstrip("G"),
         "" if gpu == 0 else ", %d x %s, /scratch on %s" % (gpu, spec["resource"], (scratch or {}).get("storage_class", "fast-scratch")))
     spec["home"] = home
+    spec["singleuser_package"] = singleuser_package if gpu else None
     spec["scratch_volume"] = scratch if spec["scratch"] else None
     return spec
 
@@ -354,7 +355,9 @@ def kubespawner_override(spec):
         override["tolerations"] = copy.deepcopy(CHART_USER_TOLERATIONS) + [copy.deepcopy(GPU_TOLERATION)]
         override["node_selector"] = dict(spec["node_selector"])
         override["extra_pod_config"] = {"runtimeClassName": "nvidia"}
-        override["environment"] = {"NVIDIA_DRIVER_CAPABILITIES": "compute,utility"}
+        override["environment"] = {"NVIDIA_DRIVER_CAPABILITIES": "compute,utility", "HOME": HOME_MOUNT}
+        if spec.get("singleuser_package"):
+            override["cmd"] = start_command(spec["singleuser_package"])
         if spec["scratch_volume"]:
             volumes.append(_scratch_volume(spec["scratch_volume"]))
             mounts.append({"name": "scratch", "mountPath": SCRATCH_MOUNT})
@@ -363,6 +366,17 @@ def kubespawner_override(spec):
     if len(spec["images"]) == 1:
         override["image"] = list(spec["images"].values())[0]
     return override
+
+
+def start_command(package):
+    """The notebook command of GPU profiles: NGC images ship JupyterLab but not JupyterHub, so the
+    pinned ``jupyterhub`` package is installed into the user's home (once; kept on the home volume)
+    when ``jupyterhub-singleuser`` is missing. KubeSpawner appends its arguments, passed on by ``"$@"``.
+    An air-gapped cluster uses an image that has it (profile ``image``), and nothing is installed."""
+    return ["sh", "-c",
+            "export PATH=\"$HOME/.local/bin:$PATH\"; command -v jupyterhub-singleuser >/dev/null 2>&1 || "
+            "python -m pip install --quiet --user --no-cache-dir '%s' || exit 1; exec jupyterhub-singleuser \"$@\""
+            % package, "jupyterhub-singleuser"]
 
 
 def profile_entry(spec, default=False):
@@ -380,10 +394,10 @@ def profile_entry(spec, default=False):
     return entry
 
 
-def profile_list(entries, pools=None, images=None, home=None, scratch=None):
+def profile_list(entries, pools=None, images=None, home=None, scratch=None, singleuser_package=None):
     """The chart's ``singleuser.profileList`` from resolved profile entries (the first or the one
     marked ``default`` is the default)."""
-    specs = [profile_spec(e, pools, images, home, scratch) for e in entries]
+    specs = [profile_spec(e, pools, images, home, scratch, singleuser_package) for e in entries]
     marked = [e["name"] for e in entries if e.get("default")]
     default = marked[0] if marked else (specs[0]["name"] if specs else None)
     return [profile_entry(s, s["name"] == default) for s in specs]
@@ -476,7 +490,7 @@ def chart_values(settings, entries, pools=None):
         "storage": {"type": "dynamic", "capacity": home["size"],
                     "dynamic": {"storageClass": home["storage_class"]},
                     "extraVolumes": [_shm_volume(cpu_row["shm"])], "extraVolumeMounts": [_shm_mount()]},
-        "profileList": profile_list(entries, pools, images, home, scratch),
+        "profileList": profile_list(entries, pools, images, home, scratch, settings.get("singleuser_package")),
     }
     ingress = {"enabled": bool(settings.get("host"))}
     if settings.get("host"):
