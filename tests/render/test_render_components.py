@@ -141,7 +141,8 @@ def test_strict_validation_catches_unknown_fields():
 
 def test_homelab_components(homelab):
     assert set(bundles(homelab)) == {"nfs-subdir-external-provisioner", "local-path-not-default",
-                                     "fast-scratch", "gpu-operator", "namespace-llm", "qwen", "embed"}
+                                     "fast-scratch", "gpu-operator", "namespace-llm", "qwen", "embed",
+                                     "jupyterhub"}
 
 
 def test_cpu_only_has_no_gpu_operator(cpu_only):
@@ -195,7 +196,9 @@ def test_fast_scratch_on_gpu_workers_only(homelab):
 # an nfs volume (baseline allows it, restricted does not). kube-system is exempt (k3s's add-ons).
 NAMESPACE_LEVELS = {"gpu-operator": "privileged", "fast-scratch": "privileged", "nfs-provisioner": "baseline",
                     # the vLLM pods meet restricted (tests/render/test_render_llm.py)
-                    "llm": "restricted"}
+                    "llm": "restricted",
+                    # the notebooks need baseline (tests/render/test_render_jupyterhub.py)
+                    "jupyterhub": "baseline"}
 PSA_MODES = ("enforce", "audit", "warn")
 
 
