@@ -280,7 +280,7 @@ def resolve_profiles(entries, workers, pools=None, drop_unsatisfiable=False, nam
     return result
 
 
-def profile_spec(entry, pools=None, images=None, home=None, scratch=None, singleuser_package=None):
+def profile_spec(entry, pools=None, *, images=None, home=None, scratch=None, singleuser_package=None):
     """Everything one profile becomes: GPU count, resource, selector, sizes, images, volumes."""
     images = images or {}
     gpu = entry.get("gpu", 0)
@@ -352,7 +352,7 @@ def kubespawner_override(spec):
     if spec["gpu"]:
         override["extra_resource_limits"] = {spec["resource"]: str(spec["gpu"])}
         override["extra_resource_guarantees"] = {spec["resource"]: str(spec["gpu"])}
-        override["tolerations"] = copy.deepcopy(CHART_USER_TOLERATIONS) + [copy.deepcopy(GPU_TOLERATION)]
+        override["tolerations"] = [*copy.deepcopy(CHART_USER_TOLERATIONS), copy.deepcopy(GPU_TOLERATION)]
         override["node_selector"] = dict(spec["node_selector"])
         override["extra_pod_config"] = {"runtimeClassName": "nvidia"}
         override["environment"] = {"NVIDIA_DRIVER_CAPABILITIES": "compute,utility", "HOME": HOME_MOUNT}
@@ -364,7 +364,7 @@ def kubespawner_override(spec):
     override["volumes"] = volumes
     override["volume_mounts"] = mounts
     if len(spec["images"]) == 1:
-        override["image"] = list(spec["images"].values())[0]
+        override["image"] = next(iter(spec["images"].values()))
     return override
 
 
@@ -394,10 +394,11 @@ def profile_entry(spec, default=False):
     return entry
 
 
-def profile_list(entries, pools=None, images=None, home=None, scratch=None, singleuser_package=None):
+def profile_list(entries, pools=None, *, images=None, home=None, scratch=None, singleuser_package=None):
     """The chart's ``singleuser.profileList`` from resolved profile entries (the first or the one
     marked ``default`` is the default)."""
-    specs = [profile_spec(e, pools, images, home, scratch, singleuser_package) for e in entries]
+    specs = [profile_spec(e, pools, images=images, home=home, scratch=scratch, singleuser_package=singleuser_package)
+             for e in entries]
     marked = [e["name"] for e in entries if e.get("default")]
     default = marked[0] if marked else (specs[0]["name"] if specs else None)
     return [profile_entry(s, s["name"] == default) for s in specs]
@@ -490,7 +491,8 @@ def chart_values(settings, entries, pools=None):
         "storage": {"type": "dynamic", "capacity": home["size"],
                     "dynamic": {"storageClass": home["storage_class"]},
                     "extraVolumes": [_shm_volume(cpu_row["shm"])], "extraVolumeMounts": [_shm_mount()]},
-        "profileList": profile_list(entries, pools, images, home, scratch, settings.get("singleuser_package")),
+        "profileList": profile_list(entries, pools, images=images, home=home, scratch=scratch,
+                                    singleuser_package=settings.get("singleuser_package")),
     }
     ingress = {"enabled": bool(settings.get("host"))}
     if settings.get("host"):

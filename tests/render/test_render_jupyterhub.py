@@ -17,7 +17,7 @@ from __future__ import annotations
 
 import asyncio
 import copy
-from pathlib import Path
+import json
 
 import jsonschema
 import kubernetes_validate
@@ -58,7 +58,6 @@ current-context: render
 
 @pytest.fixture(scope="module")
 def renders(tmp_path_factory):
-    import json
     jobs = {"homelab": (HOMELAB,), "variant": (HOMELAB, json.dumps(VARIANT))}
     outs = {name: tmp_path_factory.mktemp(name) for name in jobs}
     procs = {name: start_render(outs[name], *args) for name, args in jobs.items()}
@@ -117,7 +116,7 @@ def spawner_config(values):
     c = Config()
     k = c.KubeSpawner
     k.namespace = "jupyterhub"
-    k.image = "%s:%s" % (su["image"]["name"], su["image"]["tag"])
+    k.image = "{}:{}".format(su["image"]["name"], su["image"]["tag"])
     k.cmd = su["cmd"]
     k.uid = su["uid"]
     k.fs_gid = su["fsGid"]
@@ -134,8 +133,8 @@ def spawner_config(values):
     k.storage_class = storage["dynamic"]["storageClass"]
     k.storage_capacity = storage["capacity"]
     volume = storage["dynamic"]["volumeNameTemplate"]
-    k.volumes = [{"name": volume, "persistentVolumeClaim": {"claimName": "{pvc_name}"}}] + list(storage["extraVolumes"] or [])
-    k.volume_mounts = [{"mountPath": storage["homeMountPath"], "name": volume}] + list(storage["extraVolumeMounts"] or [])
+    k.volumes = [{"name": volume, "persistentVolumeClaim": {"claimName": "{pvc_name}"}}, *list(storage["extraVolumes"] or [])]
+    k.volume_mounts = [{"mountPath": storage["homeMountPath"], "name": volume}, *list(storage["extraVolumeMounts"] or [])]
     k.profile_list = su["profileList"]
     return c
 
@@ -149,10 +148,9 @@ def build_pod(values, slug, choice, tmp_path, monkeypatch):
     kubeconfig = tmp_path / "kubeconfig"
     kubeconfig.write_text(KUBECONFIG)  # KubeSpawner loads a client config; nothing is contacted
     monkeypatch.setenv("KUBECONFIG", str(kubeconfig))
-    from kubespawner import KubeSpawner
 
     async def build():
-        spawner = KubeSpawner(config=spawner_config(values), _mock=True)
+        spawner = kubespawner.KubeSpawner(config=spawner_config(values), _mock=True)
         spawner.user_options = {"profile": slug, **({"image": choice} if choice else {})}
         await spawner.load_user_options()
         return await spawner.get_pod_manifest()
@@ -235,7 +233,7 @@ def check_pod(pod, profile, choice, where):
     assert spec["nodeSelector"] == override["node_selector"], where
     scratch = volumes[mounts["/scratch"]]["ephemeral"]["volumeClaimTemplate"]["spec"]
     assert scratch["storageClassName"] == "fast-scratch", where
-    gpus = int(list(expected.values())[0])
+    gpus = int(next(iter(expected.values())))
     assert volumes[mounts["/dev/shm"]]["emptyDir"]["sizeLimit"] == {1: "8Gi", 2: "16Gi", 4: "32Gi"}[gpus], where
     if choice == "pytorch":
         assert container["image"].startswith("nvcr.io/nvidia/pytorch:"), where
@@ -275,16 +273,16 @@ def test_namespace_objects_are_valid(renders, name):
             kubernetes_validate.validate(doc, version, strict=True)
         except kubernetes_validate.ValidationError as exc:
             pytest.fail(f"{path.name}: {exc.message} at {list(exc.path)}")
-    namespace = [d for _p, d in found if d["kind"] == "Namespace"][0]
+    namespace = next(d for _p, d in found if d["kind"] == "Namespace")
     assert namespace["metadata"]["labels"]["pod-security.kubernetes.io/enforce"] == "baseline"
     assert fleet(bundle(renders, name))["namespaceLabels"]["pod-security.kubernetes.io/enforce"] == "baseline"
 
 
 def test_quota_from_the_inventory(renders):
-    quota = [d for _p, d in manifests(bundle(renders, "homelab")) if d["kind"] == "ResourceQuota"][0]
+    quota = next(d for _p, d in manifests(bundle(renders, "homelab")) if d["kind"] == "ResourceQuota")
     assert quota["spec"]["hard"] == {"requests.cpu": "96", "requests.memory": "512Gi", "persistentvolumeclaims": "100",
                                      "requests.nvidia.com/gpu": "6"}
-    quota = [d for _p, d in manifests(bundle(renders, "variant")) if d["kind"] == "ResourceQuota"][0]
+    quota = next(d for _p, d in manifests(bundle(renders, "variant")) if d["kind"] == "ResourceQuota")
     assert quota["spec"]["hard"]["requests.nvidia.com/gpu.shared"] == "6"
 
 

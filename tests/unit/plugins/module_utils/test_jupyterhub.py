@@ -26,7 +26,7 @@ def names(result):
 
 
 def override(entry, pools=None):
-    return j.kubespawner_override(j.profile_spec(entry, pools, IMAGES, scratch=SCRATCH))
+    return j.kubespawner_override(j.profile_spec(entry, pools, images=IMAGES, scratch=SCRATCH))
 
 
 # ----------------------------------------------------------------------------- generation
@@ -106,7 +106,7 @@ def test_gpu_override_limit_toleration_selector_runtime_shm_scratch():
     assert o["extra_pod_config"] == {"runtimeClassName": "nvidia"}
     assert (o["cpu_guarantee"], o["cpu_limit"], o["mem_guarantee"], o["mem_limit"]) == (8.0, 16.0, "32G", "64G")
     assert {"name": "dshm", "emptyDir": {"medium": "Memory", "sizeLimit": "16Gi"}} in o["volumes"]
-    scratch = [v for v in o["volumes"] if v["name"] == "scratch"][0]
+    scratch = next(v for v in o["volumes"] if v["name"] == "scratch")
     assert scratch["ephemeral"]["volumeClaimTemplate"]["spec"]["storageClassName"] == "fast-scratch"
     assert {"name": "scratch", "mountPath": "/scratch"} in o["volume_mounts"]
     # the home volume is repeated exactly as the chart mounts it, since volumes replace the chart's list
@@ -118,7 +118,7 @@ def test_sizes_scale_with_the_gpu_count():
     rows = [override({"name": "p", "gpu": g}) for g in (0, 1, 2, 4)]
     guarantees = [r["cpu_guarantee"] for r in rows]
     assert guarantees == sorted(guarantees) and len(set(guarantees)) == 4
-    shm = [[v for v in r["volumes"] if v["name"] == "dshm"][0]["emptyDir"]["sizeLimit"] for r in rows]
+    shm = [next(v for v in r["volumes"] if v["name"] == "dshm")["emptyDir"]["sizeLimit"] for r in rows]
     assert shm == ["1Gi", "8Gi", "16Gi", "32Gi"]
 
 
