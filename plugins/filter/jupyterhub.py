@@ -17,7 +17,7 @@ description:
   - The same plugin file provides C(jupyterhub_workers) (GPU worker to GPU count from C(groups) and C(hostvars)),
     C(jupyterhub_component) (the component for M(cps.gpu_cluster.component_delivery)),
     C(jupyterhub_oauth_secret), C(jupyterhub_verify_plan), C(jupyterhub_api_command),
-    C(jupyterhub_api_output), C(jupyterhub_judge_pod), C(jupyterhub_judge_nvidia_smi) and C(jupyterhub_row).
+    C(jupyterhub_api_output), C(jupyterhub_server_ready), C(jupyterhub_judge_pod), C(jupyterhub_judge_nvidia_smi) and C(jupyterhub_row).
 options:
   _input:
     description: The profile entries, or null for the defaults.
@@ -85,6 +85,7 @@ class FilterModule(object):
             "jupyterhub_verify_plan": _wrap(jupyterhub.verify_plan, "jupyterhub_verify_plan"),
             "jupyterhub_api_command": _wrap(jupyterhub.hub_api_command, "jupyterhub_api_command"),
             "jupyterhub_api_output": _wrap(jupyterhub.parse_api_output, "jupyterhub_api_output"),
+            "jupyterhub_server_ready": _wrap(jupyterhub.server_ready, "jupyterhub_server_ready"),
             "jupyterhub_judge_pod": _wrap(jupyterhub.judge_pod, "jupyterhub_judge_pod"),
             "jupyterhub_judge_nvidia_smi": _wrap(jupyterhub.judge_nvidia_smi, "jupyterhub_judge_nvidia_smi"),
             "jupyterhub_row": _wrap(_row, "jupyterhub_row"),

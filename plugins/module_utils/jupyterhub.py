@@ -698,6 +698,20 @@ def parse_api_output(stdout):
     return (int(head), rest) if head.isdigit() else (0, text)
 
 
+def server_ready(stdout, server=""):
+    """Whether ``GET /users/<name>`` (output of :func:`hub_api_command`) shows the server ready."""
+    status, text = parse_api_output(stdout)
+    if status != 200:
+        return False
+    try:
+        body = json.loads(text)
+    except ValueError:
+        return False
+    servers = body.get("servers") if isinstance(body, dict) else None
+    entry = servers.get(server) if isinstance(servers, dict) else None
+    return bool(isinstance(entry, dict) and entry.get("ready"))
+
+
 def verify_plan(entries, pools=None):
     """One check per GPU profile: {profile, gpu, resource} (the CPU profile is not a GPU check)."""
     plan = []

@@ -302,6 +302,14 @@ def test_parse_api_output():
     assert j.parse_api_output("Traceback ...") == (0, "Traceback ...")
 
 
+def test_server_ready():
+    assert j.server_ready('200 {"servers": {"": {"ready": true}}}') is True
+    assert j.server_ready('200 {"servers": {"": {"ready": false, "pending": "spawn"}}}') is False
+    assert j.server_ready('200 {"servers": {}}') is False
+    assert j.server_ready('404 {"status": 404}') is False
+    assert j.server_ready("200 not json") is False
+
+
 def pod(node, gpus, resource="nvidia.com/gpu"):
     return {"spec": {"nodeName": node, "containers": [{"name": "notebook", "resources": {"limits": {resource: gpus}}}]}}
 
