@@ -270,8 +270,10 @@ def resolve_profiles(entries, workers, pools=None, drop_unsatisfiable=False, nam
         seen.add(entry["name"])
         why = profile_fit(entry, workers, pools)
         if why:
-            result["dropped" if _flag(drop_unsatisfiable) else "refused"].append(
-                "gpu_cluster_jupyterhub_profiles: " + why)
+            if _flag(drop_unsatisfiable):
+                result["dropped"].append("gpu_cluster_jupyterhub_profiles: " + why.split("; offer at most")[0])
+            else:
+                result["refused"].append("gpu_cluster_jupyterhub_profiles: " + why)
             continue
         result["profiles"].append(copy.deepcopy(entry))
     if not result["profiles"] and not result["problems"] and not result["refused"]:

@@ -147,7 +147,8 @@ def choices(profile):
 def build_pod(values, slug, choice, tmp_path, monkeypatch):
     kubeconfig = tmp_path / "kubeconfig"
     kubeconfig.write_text(KUBECONFIG)  # KubeSpawner loads a client config; nothing is contacted
-    monkeypatch.setenv("KUBECONFIG", str(kubeconfig))
+    # read at import time from $KUBECONFIG by kubernetes_asyncio: point its default at our file
+    monkeypatch.setattr("kubernetes_asyncio.config.kube_config.KUBE_CONFIG_DEFAULT_LOCATION", str(kubeconfig))
 
     async def build():
         spawner = kubespawner.KubeSpawner(config=spawner_config(values), _mock=True)
@@ -157,17 +158,6 @@ def build_pod(values, slug, choice, tmp_path, monkeypatch):
 
     pod = asyncio.run(build())
     return ApiClient.sanitize_for_serialization(ApiClient.__new__(ApiClient), pod)
-
-
-def quantities_as_strings(pod):
-    """KubeSpawner leaves CPU as a float and memory as bytes; the API server reads JSON numbers as
-    quantities, the OpenAPI schema declares strings: send them as the API client would accept them."""
-    for container in pod["spec"]["containers"]:
-        for kind in ("limits", "requests"):
-            resources = container["resources"].get(kind) or {}
-            for key, value in resources.items():
-                resources[key] = str(value)
-    return pod
 
 
 BASELINE_VOLUMES = {"configMap", "csi", "downwardAPI", "emptyDir", "ephemeral", "persistentVolumeClaim", "projected", "secret"}
@@ -192,12 +182,22 @@ def every_profile(renders):
                 yield name, profile, choice
 
 
+def test_every_override_key_is_a_kubespawner_trait(renders):
+    """KubeSpawner sets any attribute an override names; a misspelt one would be silently ignored."""
+    traits = set(kubespawner.KubeSpawner.class_trait_names())
+    for name, profile, _choice in every_profile(renders):
+        overrides = [profile["kubespawner_override"]] + [
+            c["kubespawner_override"] for o in (profile.get("profile_options") or {}).values() for c in o["choices"].values()]
+        for override in overrides:
+            assert set(override) <= traits, (name, profile["slug"], set(override) - traits)
+
+
 def test_every_profile_pod_is_built_by_kubespawner_and_valid(renders, tmp_path, monkeypatch):
     version = inventory_k8s_version(HOMELAB)
     built = []
     for name, profile, choice in every_profile(renders):
         values = merge(chart_defaults(), values_of(renders, name))
-        pod = quantities_as_strings(build_pod(values, profile["slug"], choice, tmp_path, monkeypatch))
+        pod = build_pod(values, profile["slug"], choice, tmp_path, monkeypatch)
         pod["metadata"]["namespace"] = "jupyterhub"
         where = f"{name} profile {profile['slug']} {choice or ''}"
         try:
