@@ -63,7 +63,7 @@ def renders(tmp_path_factory):
     procs = {name: start_render(outs[name], *args) for name, args in jobs.items()}
     results = {}
     for name, proc in procs.items():
-        output = proc.communicate(timeout=600)[0]
+        output = proc.communicate(timeout=1200)[0]  # two renders in parallel on a loaded machine
         assert proc.returncode == 0, f"render of {name} failed:\n{output[-6000:]}"
         results[name] = (outs[name], output)
     return results
