@@ -226,6 +226,20 @@ def mig_resource(profile):
     return "nvidia.com/mig-" + profile.replace("+", ".")
 
 
+def pool_resource(pool):
+    """The resource name a pool's pods ask for, from the pool entry alone: ``nvidia.com/gpu``
+    (exclusive; timeslice without ``renameByDefault``), ``nvidia.com/gpu.shared`` (timeslice with
+    it), ``nvidia.com/mig-<profile>`` (mig; ``all-1g.10gb`` and ``1g.10gb`` both give
+    ``nvidia.com/mig-1g.10gb``). One source for the apps (vLLM, JupyterHub) and the quotas."""
+    allocation = pool.get("allocation") or "exclusive"
+    if allocation == "timeslice":
+        return SHARED_GPU_RESOURCE if _rename(pool) else GPU_RESOURCE
+    if allocation == "mig":
+        profile = str(pool.get("mig_profile") or "")
+        return mig_resource(profile[len("all-"):] if profile.startswith("all-") else profile)
+    return GPU_RESOURCE
+
+
 def mig_config_name(profile, configs=None):
     """A pool's ``mig_profile`` as a mig-parted config name: ``all-1g.10gb`` stays, ``1g.10gb`` becomes
     ``all-1g.10gb`` when that config exists; None when neither exists."""

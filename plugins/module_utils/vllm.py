@@ -23,6 +23,8 @@ __metaclass__ = type
 import copy
 import json
 import re
+
+from ansible_collections.cps.gpu_cluster.plugins.module_utils.gpu_pools import pool_resource
 import time
 
 DNS_LABEL = re.compile(r"^[a-z0-9]([-a-z0-9]{0,61}[a-z0-9])?$")
@@ -253,7 +255,7 @@ def vllm_spec(entry, pools=None, engine="deployment", ingress_class=DEFAULT_INGR
     pool = _find_pool(pools, entry["pool"]) if entry.get("pool") else None
     if pool is not None:
         node_selector = dict(pool.get("node_selector") or {POOL_LABEL: pool["name"]})
-        gpu_resource = pool.get("resource", GPU_RESOURCE)
+        gpu_resource = pool_resource(pool)
     else:
         node_selector = dict(GPU_NODE_SELECTOR)
         gpu_resource = GPU_RESOURCE

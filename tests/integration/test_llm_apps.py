@@ -52,7 +52,7 @@ def test_apps_phase_skips_without_a_reachable_api_in_a_lab(tmp_path):
                        "-e", '{"gpu_cluster_lab": true}')
     assert rc == 0, out
     lines = [line for line in out.splitlines() if "SKIPPED apps:" in line]
-    assert len(lines) == 1, out
+    assert len(lines) == 2, out  # LLM serving, then JupyterHub (tests/integration/test_jupyterhub_apps.py)
     assert "LLM serving: no Kubernetes API server answers at 127.0.0.1:1" in lines[0]
 
 
@@ -65,7 +65,7 @@ def test_apps_phase_fails_without_a_reachable_api_outside_a_lab(tmp_path):
 
 
 def test_apps_phase_skips_without_models():
-    rc, out = playbook(REPO / "playbooks" / "apps.yml", "-i", HOMELAB, "-e", '{"gpu_cluster_llm_models": []}')
+    rc, out = playbook(REPO / "playbooks" / "apps.yml", "-i", HOMELAB, "-e", '{"gpu_cluster_llm_models": [], "gpu_cluster_jupyterhub_enabled": false}')
     assert rc == 0, out
     assert "SKIPPED apps: LLM serving: gpu_cluster_llm_models is empty" in out
 
@@ -76,7 +76,7 @@ def test_apps_phase_fleet_writes_a_bundle_per_model_idempotently(tmp_path):
     rc, out = playbook(*args)
     assert rc == 0, out
     cluster = tmp_path / "homelab"
-    assert sorted(p.name for p in cluster.iterdir()) == ["embed", "namespace-llm", "qwen"]
+    assert sorted(p.name for p in cluster.iterdir()) == ["embed", "jupyterhub", "namespace-llm", "qwen"]
     assert sorted(p.name for p in (cluster / "namespace-llm").iterdir()) == ["00-namespace-llm.yaml", "fleet.yaml"]
     assert sorted(p.name for p in (cluster / "qwen").iterdir()) == [
         "00-deployment-qwen.yaml", "01-service-qwen.yaml", "02-ingress-qwen.yaml", "fleet.yaml"]

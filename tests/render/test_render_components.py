@@ -147,7 +147,8 @@ def test_homelab_components(homelab):
     assert set(bundles(homelab)) == {"nfs-subdir-external-provisioner", "local-path-not-default",
                                      "fast-scratch", "gpu-operator", "namespace-llm", "qwen", "embed",
                                      # GPU pools and monitoring (tests/render/test_render_gpu_pools.py)
-                                     "gpu-quota-llm", "gpu-quota-default", "monitoring", "gpu-alerts"}
+                                     "gpu-quota-llm", "gpu-quota-default", "monitoring", "gpu-alerts",
+                                     "jupyterhub"}
 
 
 def test_cpu_only_has_no_gpu_operator(cpu_only):
@@ -203,7 +204,9 @@ NAMESPACE_LEVELS = {"gpu-operator": "privileged", "fast-scratch": "privileged", 
                     # the vLLM pods meet restricted (tests/render/test_render_llm.py)
                     "llm": "restricted",
                     # node-exporter needs host namespaces and host paths
-                    "monitoring": "privileged"}
+                    "monitoring": "privileged",
+                    # the notebooks need baseline (tests/render/test_render_jupyterhub.py)
+                    "jupyterhub": "baseline"}
 PSA_MODES = ("enforce", "audit", "warn")
 
 

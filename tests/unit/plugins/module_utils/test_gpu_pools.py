@@ -370,3 +370,15 @@ def test_report_rows_for_a_missing_node():
     row = gp.capacity_report([mig_pool("all-1g.10gb", ["wk-gpu1"])], HOSTS, [a100_node()])[0]
     assert row["status"] == "failed"
     assert "node wk-gpu1 is expected to offer 14 nvidia.com/mig-1g.10gb but is not in the cluster" in row["detail"]
+
+
+@pytest.mark.parametrize("pool, resource", [
+    ({"name": "a", "allocation": "exclusive"}, "nvidia.com/gpu"),
+    ({"name": "a"}, "nvidia.com/gpu"),
+    ({"name": "a", "allocation": "timeslice", "replicas": 4}, "nvidia.com/gpu"),
+    ({"name": "a", "allocation": "timeslice", "replicas": 4, "renameByDefault": True}, "nvidia.com/gpu.shared"),
+    ({"name": "a", "allocation": "mig", "mig_profile": "all-1g.10gb"}, "nvidia.com/mig-1g.10gb"),
+    ({"name": "a", "allocation": "mig", "mig_profile": "2g.20gb"}, "nvidia.com/mig-2g.20gb"),
+])
+def test_pool_resource_from_the_entry_alone(pool, resource):
+    assert gp.pool_resource(pool) == resource

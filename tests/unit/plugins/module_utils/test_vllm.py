@@ -114,12 +114,21 @@ def test_optional_keys():
 
 
 def test_pool_selects_its_nodes():
-    pools = [{"name": "inference", "nodes": ["wk-gpu4"]},
-             {"name": "shared", "node_selector": {"pool": "shared"}, "resource": "nvidia.com/gpu.shared"}]
-    assert v.vllm_spec(dict(QWEN, pool="inference"), pools)["node_selector"] == {"gpu-cluster.cps/gpu-pool": "inference"}
+    pools = [{"name": "inference", "nodes": ["wk-gpu4"], "allocation": "mig", "mig_profile": "all-1g.10gb"},
+             {"name": "shared", "node_selector": {"pool": "shared"}, "allocation": "timeslice", "replicas": 4,
+              "renameByDefault": True},
+             {"name": "plain-shared", "nodes": ["wk-gpu3"], "allocation": "timeslice", "replicas": 4},
+             {"name": "whole", "nodes": ["wk-gpu1"], "allocation": "exclusive"}]
+    inference = v.vllm_spec(dict(QWEN, pool="inference"), pools)
+    assert inference["node_selector"] == {"gpu-cluster.cps/gpu-pool": "inference"}
+    # the pool's resource name (gpu_pools.pool_resource): a MIG slice, a renamed shared GPU, ...
+    assert inference["gpu_resource"] == "nvidia.com/mig-1g.10gb"
     shared = v.vllm_spec(dict(QWEN, pool="shared"), pools)
     assert shared["node_selector"] == {"pool": "shared"}
     assert shared["gpu_resource"] == "nvidia.com/gpu.shared"
+    # ... and nvidia.com/gpu for time-slicing without renameByDefault and for whole GPUs
+    assert v.vllm_spec(dict(QWEN, pool="plain-shared"), pools)["gpu_resource"] == "nvidia.com/gpu"
+    assert v.vllm_spec(dict(QWEN, pool="whole"), pools)["gpu_resource"] == "nvidia.com/gpu"
 
 
 # ------------------------------------------------------------------ validation messages
