@@ -88,6 +88,7 @@ class FilterModule(object):
             "verify_cannot_run": verify.cannot_run,
             "verify_cluster_skip_reason": verify.cluster_skip_reason,
             "verify_worker_gpus": verify.worker_gpus,
+            "verify_worker_spec": verify.worker_spec,
             "verify_guest_view": verify.guest_view,
             "verify_guest_row": verify.guest_row,
             "verify_expected_capacity": verify.expected_capacity,

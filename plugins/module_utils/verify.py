@@ -117,10 +117,21 @@ def worker_gpus(declared, model, pci_gpus, smi, unreachable_msg=None, lab=False)
             "status": status, "reason": skip or "; ".join(problems), "checked": not skip}
 
 
-def worker_row(node, worker):
+def worker_spec(host):
+    """``{node, gpu_count, model, expected}`` of an inventory host (its hostvars)."""
+    host = host if host is not None else {}
+    expected = host.get("gpu_cluster_verify_expected")
+    return {"node": str(host.get("gpu_cluster_node_name") or host.get("inventory_hostname") or ""),
+            "gpu_count": int(host.get("gpu_cluster_gpu_count") or 0),
+            "model": str(host.get("gpu_cluster_gpu_model") or ""),
+            "expected": dict(expected) if expected else None}
+
+
+def worker_row(node, worker, lab=False):
     """The ``GPUs`` row of one worker from :func:`worker_gpus` (``{}``: the worker play never reached it)."""
     if not worker:
-        return row("GPUs", node, NOT_VERIFIED, "the worker play did not record this host")
+        reason = "the worker play did not record this host"
+        return row("GPUs", node, cannot_run(reason, lab), reason)
     if not worker.get("checked"):
         return row("GPUs", node, worker["status"], worker["reason"])
     seen = "declared %s, PCI %s, nvidia-smi %s" % (
@@ -903,14 +914,14 @@ def verify_result(rows, jobs_ran, lab=False):
     warned = sum(1 for r in rows if r["status"] == WARN)
     if failures:
         result = FAIL
-        summary = "FAIL: " + "; ".join(failure_details)
+        summary = "; ".join(failure_details)
     elif unverified or missing:
         result = NOT_VERIFIED
         reasons = unverified + [m for m in missing if not any(m.split(" (")[0] in u for u in unverified)]
-        summary = "NOT VERIFIED: " + "; ".join(reasons)
+        summary = "; ".join(reasons)
     else:
         result = PASS
-        summary = "PASS: %d checks%s%s" % (len(rows), ", %d WARN" % warned if warned else "",
+        summary = "%d checks%s%s" % (len(rows), ", %d WARN" % warned if warned else "",
                                            ", %d SKIPPED" % skipped if skipped else "")
     return {"result": result, "failed": bool(failures or unverified), "failures": failures,
             "not_verified": unverified + ([] if unverified else missing), "skipped": skipped,
@@ -946,7 +957,7 @@ def build_report(name, workers, rows, checks, jobs_ran, lab=False, capacity=None
     all_rows, table, perf = [], [], []
     for worker in workers or []:
         node = worker["node"]
-        gpus_row = worker_row(node, worker.get("worker"))
+        gpus_row = worker_row(node, worker.get("worker"), lab)
         all_rows.append(gpus_row)
         if worker.get("guest"):
             all_rows.append(normalise_row(worker["guest"]))
@@ -978,7 +989,7 @@ def report_markdown(report):
     """The report as Markdown: result and summary first, then the per-GPU performance table, the
     workers, every row, and each Job's log tail."""
     out = ["# %s: verify report" % report["name"], "",
-           "**Result: %s**" % report["result"], "", report["summary"], ""]
+           "**Result: %s**: %s" % (report["result"], report["summary"]), ""]
     if report["perf"]:
         out += ["## GPU performance (measured / expected)", "",
                 "| GPU | model | status | %s | why |" % " | ".join(PERF_COLUMNS),
@@ -1024,5 +1035,5 @@ def report_lines(report):
             out.append("%s %s%s: %s" % (item["status"], item["check"],
                                         " on " + item["target"] if item["target"] not in ("", "cluster") else "",
                                         item["detail"]))
-    out.append(report["summary"])
+    out.append("%s verify: %s" % (report["result"], report["summary"]))
     return out
