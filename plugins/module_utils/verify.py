@@ -365,7 +365,10 @@ def plan_jobs(workers, nodes=None, images=None, options=None):
                      "storage_mib": mib + 512, "node_selector": dict(selector or {}), "image": images["busybox"],
                      "command": ["sh", "-c", _THROUGHPUT.format(mib=mib)], "expect": "^verify-ok$",
                      "judge": "throughput"})
-    names = sorted({str(n) for n in nodes or []})
+    names = []
+    for node in nodes or []:
+        if str(node) not in names:
+            names.append(str(node))
     if phase._flag(opts["network"]) and len(names) >= 2:
         hosts = {n: "net-" + slug(n, 50) for n in names}
         for node in names:
