@@ -148,14 +148,33 @@ def parse_smi_csv(fields, text):
     return values, reasons
 
 
+def _bus_device(address):
+    """``bus:device`` of a PCI address (``00000000:00:06.0`` and the kernel's ``0000:00:06`` give ``00:06``)."""
+    return re.sub(r"\.[0-7]$", "", str(address or "").strip().lower())[-5:]
+
+
 def parse_xid(kernel_log, bus_id=None):
     """Xid codes in a kernel log, for one GPU (``bus_id`` like ``00000000:00:06.0``) or all."""
-    wanted = str(bus_id or "").lower()[-7:]
+    wanted = _bus_device(bus_id) if bus_id else ""
     codes = []
     for match in XID_RE.finditer(str(kernel_log or "")):
-        if not wanted or match.group(1).lower().endswith(wanted):
+        if not wanted or _bus_device(match.group(1)) == wanted:
             codes.append(int(match.group(2)))
     return codes
+
+
+UNDER_LOAD = ("sm_clock_mhz", "mem_clock_mhz", "pcie_gen_current", "pcie_width_current", "clock_event_reasons",
+              "temperature_c")
+
+
+def apply_load_sample(idle, under_load):
+    """The idle nvidia-smi values with those that change under load (clocks, the PCIe link, which
+    trains down when idle, clock event reasons, temperature) taken from the sample under load."""
+    values = dict(idle or {})
+    for key in UNDER_LOAD:
+        if (under_load or {}).get(key) is not None:
+            values[key] = under_load[key]
+    return values
 
 
 def merge_record(index, measured, smi, smi_reasons, unavailable):
@@ -354,13 +373,11 @@ def main(argv=None):
     for index in range(count):
         begun = time.time()
         measured, why, sample = measure_gpu(torch, index, fields, burn=args.burn, n=args.size)
-        smi = dict(smi_values.get(index, {}))
+        smi = apply_load_sample(smi_values.get(index, {}), sample["values"].get(index, {}))
         reasons = dict(smi_reasons.get(index, {}))
-        under_load = sample["values"].get(index, {})
-        for key in ("sm_clock_mhz", "mem_clock_mhz", "pcie_gen_current", "pcie_width_current",
-                    "clock_event_reasons", "temperature_c"):
-            if under_load.get(key) is not None:
-                smi[key] = under_load[key]
+        if not sample["values"].get(index):
+            reasons["sm_clock_mhz"] = "no nvidia-smi sample under load; the idle clock is not judged"
+            smi["sm_clock_mhz"] = None
         if smi_error:
             reasons.update({k: smi_error for k in ("pcie_link", "sm_clock_mhz", "power_limit_w", "temperature_c", "ecc")})
         if log is not None:
