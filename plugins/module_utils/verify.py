@@ -903,7 +903,8 @@ def verify_result(rows, jobs_ran, lab=False):
     rows = [normalise_row(r) for r in rows or []]
     failures = ["%s%s" % (r["check"], " on " + r["target"] if r["target"] and r["target"] != "cluster" else "")
                 for r in rows if r["status"] == FAIL]
-    failure_details = ["%s %s: %s" % (r["check"], r["target"], r["detail"]) for r in rows if r["status"] == FAIL]
+    failure_details = ["%s%s: %s" % (r["check"], " on " + r["target"] if r["target"] and r["target"] != "cluster" else "",
+                                     r["detail"]) for r in rows if r["status"] == FAIL]
     unverified = ["%s%s (%s)" % (r["check"], " on " + r["target"] if r["target"] and r["target"] != "cluster" else "",
                                  r["detail"]) for r in rows if r["status"] == NOT_VERIFIED]
     capacity = [r for r in rows if r["check"] == "capacity"]
