@@ -675,12 +675,18 @@ def pcie_gbs(gen, width):
         return None
 
 
-def _metric(name, measured, expected, unit, status, reason):
+_LABELS = {"matmul_bf16_tflops": "bf16", "matmul_fp16_tflops": "fp16", "matmul_tf32_tflops": "tf32",
+           "matmul_fp32_tflops": "fp32", "device_copy_gbs": "memory", "h2d_pinned_gbs": "H2D",
+           "d2h_pinned_gbs": "D2H", "sm_clock_mhz": "SM clock", "power_limit_w": "power limit",
+           "allreduce_busbw_gbs": "all-reduce"}
+
+
+def _metric(name, measured, expected, unit, status, reason, short=None):
     fraction = None
     if isinstance(measured, (int, float)) and isinstance(expected, (int, float)) and expected:
         fraction = round(float(measured) / float(expected), 3)
     return {"metric": name, "measured": measured, "expected": expected, "unit": unit, "fraction": fraction,
-            "status": status, "reason": reason}
+            "status": status, "reason": reason, "short": short or reason}
 
 
 def _graded(name, measured, expected, unit, limits, what, unavailable):
@@ -690,13 +696,14 @@ def _graded(name, measured, expected, unit, limits, what, unavailable):
         return _metric(name, measured, None, unit, SKIPPED, "no expected figure for this model")
     fraction = float(measured) / float(expected)
     text = "%s %s of %s %s expected (%.0f%%)" % (_num(measured), unit, _num(expected), unit, fraction * 100)
+    short = "%s %s of %s %s (%.0f%%)" % (_LABELS.get(name, name), _num(measured), _num(expected), unit, fraction * 100)
     if fraction < limits["fail"]:
         return _metric(name, measured, expected, unit, FAIL, "%s: %s, below %.0f%% (%s)" % (
-            name, text, limits["fail"] * 100, what))
+            name, text, limits["fail"] * 100, what), short)
     if fraction < limits["pass"]:
         return _metric(name, measured, expected, unit, WARN, "%s: %s, below %.0f%% (%s)" % (
-            name, text, limits["pass"] * 100, what))
-    return _metric(name, measured, expected, unit, PASS, text)
+            name, text, limits["pass"] * 100, what), short)
+    return _metric(name, measured, expected, unit, PASS, text, short)
 
 
 def _num(value):
@@ -713,17 +720,20 @@ def _link_metric(probe, figures):
             (probe.get("unavailable") or {}).get("pcie_link") or "nvidia-smi gave no link state"))
     now = "Gen%s x%s" % (gen_now, width_now)
     best = "Gen%s x%s" % (card_gen, card_width)
-    problems = []
+    problems, causes = [], []
     if card_width and int(width_now) < int(card_width):
+        causes.append("slot, riser or bifurcation")
         problems.append("link trained at x%s of x%s: the slot is wired narrower, a riser or extension cable "
                         "drops lanes, or the slot is bifurcated; move the card to a full x%s slot"
                         % (width_now, card_width, card_width))
     if card_gen and int(gen_now) < int(card_gen):
+        causes.append("slot, riser, BIOS or passthrough config")
         problems.append("link at Gen%s of Gen%s: the slot, a riser or the BIOS (PCIe speed forced lower) limits "
                         "it, or the passthrough configuration hides the PCIe link (Proxmox: machine q35 and "
                         "hostpci ...,pcie=1)" % (gen_now, card_gen))
     if problems:
-        return _metric("pcie_link", now, best, "", FAIL, "PCIe " + "; ".join(problems))
+        return _metric("pcie_link", now, best, "", FAIL, "PCIe " + "; ".join(problems),
+                       "PCIe %s of %s (%s)" % (now, best, " / ".join(causes)))
     return _metric("pcie_link", now, best, "", PASS, "PCIe %s (the card's maximum)" % now)
 
 
@@ -772,7 +782,8 @@ def gpu_perf_verdict(probe, model=None, models=None, thresholds=None):
     reasons = [r for r in probe.get("clock_event_reasons") or [] if r in BAD_CLOCK_REASONS]
     if reasons:
         metrics.append(_metric("sm_clock_mhz", sm, sm_max, "MHz", FAIL, "clocks held back under load by %s "
-                               "(cooling, airflow or the board's power delivery)" % ", ".join(reasons)))
+                               "(cooling, airflow or the board's power delivery)" % ", ".join(reasons),
+                               "clocks held back: %s" % ", ".join(reasons)))
     else:
         metrics.append(_graded("sm_clock_mhz", sm, sm_max, "MHz", limits["sm_clock"],
                                "clocks low under load: power cap, heat or application clocks", unavailable))
@@ -793,11 +804,11 @@ def gpu_perf_verdict(probe, model=None, models=None, thresholds=None):
     if status == SKIPPED:
         status = FAIL
         metrics.append(_metric("probe", None, None, "", FAIL, "the probe measured nothing"))
-    bad = [m["reason"] for m in metrics if m["status"] == status and status in (FAIL, WARN)]
+    bad = [m["short"] for m in metrics if m["status"] == status and status in (FAIL, WARN)]
     if status == PASS:
         bf16 = next((m for m in metrics if m["metric"] in ("matmul_bf16_tflops", "matmul_fp16_tflops")
                      and m["status"] == PASS), None)
-        summary = "as expected" + (": %s" % bf16["reason"] if bf16 else "")
+        summary = "as expected" + (": %s" % bf16["short"] if bf16 else "")
     else:
         summary = "; ".join(bad)
     return {"gpu": probe.get("name"), "index": probe.get("index"), "uuid": probe.get("uuid"), "model": name,
@@ -884,7 +895,8 @@ def perf_table(node, verdicts):
             cells.append("%s%s%s" % (_num(metric["measured"]), expected, mark))
         out.append({"target": "%s GPU%s" % (node, verdict.get("index")), "model": verdict["model"],
                     "status": verdict["status"], "cells": cells,
-                    "why": "" if verdict["status"] == PASS else verdict["summary"]})
+                    "why": "" if verdict["status"] == PASS else verdict["summary"],
+                    "reasons": [m["reason"] for m in verdict["metrics"] if m["status"] in (FAIL, WARN)]})
     return out
 
 
@@ -1001,6 +1013,10 @@ def report_markdown(report):
         for entry in report["perf"]:
             out.append("| %s | %s | %s | %s | %s |" % (entry["target"], entry["model"], entry["status"],
                                                        " | ".join(entry["cells"]), _cell(entry["why"])))
+        out.append("")
+        for entry in report["perf"]:
+            for reason in entry["reasons"]:
+                out.append("- %s %s: %s" % (entry["status"], entry["target"], reason))
         out.append("")
     out += ["## GPU workers", "", "| node | declared | seen | allocatable | smoke tests | performance |",
             "|---|---|---|---|---|---|"]

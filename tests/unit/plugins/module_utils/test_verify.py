@@ -316,7 +316,7 @@ def test_degraded_h100(change, status, metric_name, words):
     for word in words:
         assert word in found["reason"], found["reason"]
     if status != "PASS":
-        assert found["reason"] in verdict["summary"]
+        assert found["short"] in verdict["summary"]
 
 
 def test_verdict_inputs_and_overrides():
@@ -430,19 +430,21 @@ def test_report_shows_the_slow_gpu_first():
                                  [r("capacity", "PASS")], checks, True,
                                  capacity={"nodes": [{"name": "wk1", "ready": True, "allocatable": {"nvidia.com/gpu": "2"}}]})
     assert report["result"] == "FAIL"
-    assert report["summary"].startswith("GPU performance on wk1 GPU1: NVIDIA H100 80GB HBM3: PCIe link trained at x4 of x16")
+    assert report["summary"] == ("GPU performance on wk1 GPU1: NVIDIA H100 80GB HBM3: "
+                                 "PCIe Gen5 x4 of Gen5 x16 (slot, riser or bifurcation)")
     text = verify.report_markdown(report)
     lines = text.splitlines()
     assert lines[2].startswith("**Result: FAIL**: GPU performance on wk1 GPU1")
     assert "## GPU performance (measured / expected)" in text
     assert "| wk1 GPU0 | NVIDIA H100 80GB HBM3 | PASS | 791.7 / 989 | 51.4 / 67 | 2997 / 3350 | 42.1 / 63 | Gen5 x16 / Gen5 x16 |  |" in lines
     slow_line = [line for line in lines if line.startswith("| wk1 GPU1 ")][0]
-    assert "Gen5 x4 / Gen5 x16 **FAIL**" in slow_line and "riser" in slow_line
+    assert "Gen5 x4 / Gen5 x16 **FAIL**" in slow_line and slow_line.endswith("(slot, riser or bifurcation) |")
+    assert "- FAIL wk1 GPU1: PCIe link trained at x4 of x16: the slot is wired narrower, a riser" in text
     assert "| wk1 | 2 x NVIDIA H100 80GB HBM3 | declared 2, PCI 2, nvidia-smi - | nvidia.com/gpu=2 | gpu-probe PASS | FAIL |" in lines
     assert "| guest view | wk1 | PASS | 8 vCPUs, 1 NUMA node(s), 64300 MiB, hugepages 16 x 1048576 kB (hugetlb 16384 MiB) |" in lines
     printed = verify.report_lines(report)
     assert printed[-1].startswith("FAIL verify: GPU performance on wk1 GPU1")
-    assert any(line.startswith("wk1 GPU1") and "<- PCIe link trained at x4" in line for line in printed)
+    assert any(line.startswith("wk1 GPU1") and "<- PCIe Gen5 x4 of Gen5 x16" in line for line in printed)
 
 
 def test_report_without_anything():
