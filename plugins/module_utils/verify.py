@@ -82,7 +82,7 @@ def cluster_skip_reason(kubeconfig, exists, cluster_info):
 
 
 # ------------------------------------------------------------------------------------- GPU workers
-def worker_gpus(declared, model, pci_gpus, smi, unreachable_msg=None, lab=False):
+def worker_gpus(declared, model, pci_gpus, smi, unreachable_msg=None, lab=False):  # noqa: PLR0917 - a filter: Jinja passes by position
     """Compare one worker's PCI and nvidia-smi view with the inventory.
 
     ``pci_gpus``: ``pci_gpu_facts``' list; ``smi``: ``nvidia_gpu_facts``' registered result (or ``{}``);
@@ -143,8 +143,8 @@ def worker_row(node, worker, lab=False):
 def cpu_list_count(text):
     """Number of CPUs in a kernel CPU list (``0-7,16-23`` is 16)."""
     count = 0
-    for part in str(text or "").strip().split(","):
-        part = part.strip()
+    for piece in str(text or "").strip().split(","):
+        part = piece.strip()
         if not part:
             continue
         if "-" in part:
@@ -243,7 +243,7 @@ def allocatable_by_node(result):
 
 
 # -------------------------------------------------------------------------------------------- etcd
-def etcd_row(servers, members=None, health=None, skip_reason="", lab=False, first_server=""):
+def etcd_row(servers, members=None, health=None, skip_reason="", lab=False, first_server=""):  # noqa: PLR0917 - a filter
     """The ``etcd`` row: as many voters as ``servers``, health true. Fewer than 3 servers is the
     inventory's choice (SKIPPED); no cluster or an unreachable server is SKIPPED in a lab, NOT VERIFIED
     elsewhere."""
@@ -512,8 +512,8 @@ def parse_throughput(log):
 def parse_probe_log(log):
     """The probe's JSON objects in a log: ``{"gpus": [...], "node": {...} or None, "errors": [...]}``."""
     gpus, node, errors = [], None, []
-    for line in str(log or "").splitlines():
-        line = line.strip()
+    for raw in str(log or "").splitlines():
+        line = raw.strip()
         if not line.startswith("{"):
             continue
         try:
@@ -681,7 +681,7 @@ _LABELS = {"matmul_bf16_tflops": "bf16", "matmul_fp16_tflops": "fp16", "matmul_t
            "allreduce_busbw_gbs": "all-reduce"}
 
 
-def _metric(name, measured, expected, unit, status, reason, short=None):
+def _metric(name, measured, expected, unit, status, reason, short=None):  # noqa: PLR0917 - one metric's fields
     fraction = None
     if isinstance(measured, (int, float)) and isinstance(expected, (int, float)) and expected:
         fraction = round(float(measured) / float(expected), 3)
@@ -689,7 +689,7 @@ def _metric(name, measured, expected, unit, status, reason, short=None):
             "status": status, "reason": reason, "short": short or reason}
 
 
-def _graded(name, measured, expected, unit, limits, what, unavailable):
+def _graded(name, measured, expected, unit, limits, what, unavailable):  # noqa: PLR0917 - one metric's fields
     if measured is None:
         return _metric(name, None, expected, unit, SKIPPED, "not measured: %s" % (unavailable.get(name) or "no value"))
     if expected is None:
@@ -750,7 +750,7 @@ def gpu_perf_verdict(probe, model=None, models=None, thresholds=None):
         try:
             probe = json.loads(probe)
         except ValueError as exc:
-            raise ValueError("gpu_perf_verdict: the probe output is not JSON (%s)" % exc)
+            raise ValueError("gpu_perf_verdict: the probe output is not JSON (%s)" % exc) from exc
     if not isinstance(probe, dict):
         raise ValueError("gpu_perf_verdict: the probe output must be one JSON object per GPU, got %r" % (probe,))
     limits = copy.deepcopy(THRESHOLDS)
@@ -959,7 +959,7 @@ def probe_verdicts(checks, models=None, thresholds=None):
     return out
 
 
-def build_report(name, workers, rows, checks, jobs_ran, lab=False, capacity=None, models=None,
+def build_report(name, workers, rows, checks, jobs_ran, lab=False, capacity=None, models=None,  # noqa: PLR0917 - a filter
                  thresholds=None):
     """Everything the report shows, from what the run collected.
 

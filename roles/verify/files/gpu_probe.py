@@ -1,4 +1,3 @@
-# -*- coding: utf-8 -*-
 # Copyright: (c) 2026, cps.gpu_cluster contributors
 # GNU General Public License v3.0+ (see COPYING or https://www.gnu.org/licenses/gpl-3.0.txt)
 """GPU performance probe of the verify phase (roles/verify, docs/verify.md).
@@ -86,7 +85,7 @@ def smi_value(text, kind):
     """One nvidia-smi CSV cell as ``(value, reason)``; ``(None, reason)`` when not available."""
     cell = str(text).strip()
     if cell.lower() in NOT_AVAILABLE:
-        return None, "nvidia-smi reports %s" % (cell or "nothing")
+        return None, f"nvidia-smi reports {cell or 'nothing'}"
     try:
         if kind == "yesno":
             return cell.lower() in ("yes", "true", "1"), None
@@ -95,7 +94,7 @@ def smi_value(text, kind):
         if kind is float:
             return float(cell), None
     except ValueError:
-        return None, "nvidia-smi reports %r" % cell
+        return None, f"nvidia-smi reports {cell!r}"
     return cell, None
 
 
@@ -130,7 +129,7 @@ def parse_smi_csv(fields, text):
                 names = clock_reasons(cell)
                 out["clock_event_reasons"] = names
                 if names is None:
-                    why["clock_event_reasons"] = "nvidia-smi reports %r" % cell
+                    why["clock_event_reasons"] = f"nvidia-smi reports {cell!r}"
                 continue
             if field in ("retired_pages.sbe", "retired_pages.dbe"):
                 value, reason = smi_value(cell, int)
@@ -204,9 +203,9 @@ def run_smi(fields=SMI_FIELDS):
         proc = subprocess.run(smi_argv(names), capture_output=True, text=True, timeout=30, check=False)
         return proc.returncode, proc.stdout, (proc.stderr or proc.stdout).strip()
     try:
-        rc, out, err = query(fields)
+        rc, out, _err = query(fields)
     except (OSError, subprocess.SubprocessError) as exc:
-        return {}, {}, "nvidia-smi not usable in this pod: %s" % exc
+        return {}, {}, f"nvidia-smi not usable in this pod: {exc}"
     if rc == 0:
         values, reasons = parse_smi_csv(fields, out)
         return values, reasons, None
@@ -215,13 +214,13 @@ def run_smi(fields=SMI_FIELDS):
         if field == "index":
             continue
         try:
-            rc, out, err = query(["index", field])
+            rc, out, _err = query(["index", field])
         except (OSError, subprocess.SubprocessError) as exc:
-            return values, reasons, "nvidia-smi not usable in this pod: %s" % exc
+            return values, reasons, f"nvidia-smi not usable in this pod: {exc}"
         if rc != 0:
             key = SMI_KEYS.get(field, (field.replace(".", "_"), None))[0]
             for index in values or {0: None}:
-                reasons.setdefault(index, {})[key] = "this driver's nvidia-smi does not know %s" % field
+                reasons.setdefault(index, {})[key] = f"this driver's nvidia-smi does not know {field}"
             continue
         part_values, part_reasons = parse_smi_csv(["index", field], out)
         for index, part in part_values.items():
@@ -241,85 +240,95 @@ def kernel_log():
     return None, "the kernel log is not readable inside the pod (read Xid errors on the worker: journalctl -k | grep Xid)"
 
 
+def _timed(torch, dev, fn, iterations):
+    """Seconds for ``iterations`` calls of ``fn`` on ``dev`` after one warm-up call."""
+    fn()
+    torch.cuda.synchronize(dev)
+    start = time.perf_counter()
+    for _ in range(iterations):
+        fn()
+    torch.cuda.synchronize(dev)
+    return time.perf_counter() - start
+
+
+def _matmul(torch, dev, dtype, n, iterations, *, smi_fields=None):
+    """``(TFLOP/s, nvidia-smi sample)`` of dense n x n matmuls; with ``smi_fields``, nvidia-smi is
+    sampled while batches of matmuls keep the GPU busy (until it has answered)."""
+    a = torch.randn(n, n, device=dev, dtype=dtype)
+    b = torch.randn(n, n, device=dev, dtype=dtype)
+    if not smi_fields:
+        return tflops(n, _timed(torch, dev, lambda: a @ b, iterations), iterations), None
+    a @ b
+    torch.cuda.synchronize(dev)
+    proc = subprocess.Popen(smi_argv(smi_fields), stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    done, start = 0, time.perf_counter()
+    while done < iterations or (proc.poll() is None and time.perf_counter() - start < 30):
+        for _ in range(iterations):
+            a @ b
+        torch.cuda.synchronize(dev)
+        done += iterations
+    seconds = time.perf_counter() - start
+    stdout, _stderr = proc.communicate(timeout=30)
+    sample = None
+    if proc.returncode == 0:
+        values, reasons = parse_smi_csv(smi_fields, stdout)
+        sample = {"values": values, "reasons": reasons}
+    return tflops(n, seconds, done), sample
+
+
+def _copies(torch, dev, size=1 << 30):
+    """Device-to-device (read+write), pinned host-to-device and device-to-host GB/s."""
+    src = torch.empty(size, dtype=torch.uint8, device=dev)
+    dst = torch.empty_like(src)
+    device_copy = gbs(2 * size, _timed(torch, dev, lambda: dst.copy_(src), 10), 10)
+    host = torch.empty(size // 4, dtype=torch.uint8, pin_memory=True)
+    small = torch.empty(size // 4, dtype=torch.uint8, device=dev)
+    h2d = gbs(size // 4, _timed(torch, dev, lambda: small.copy_(host, non_blocking=True), 10), 10)
+    d2h = gbs(size // 4, _timed(torch, dev, lambda: host.copy_(small, non_blocking=True), 10), 10)
+    return {"device_copy_gbs": device_copy, "h2d_pinned_gbs": h2d, "d2h_pinned_gbs": d2h}
+
+
+def _first_line(exc):
+    return (str(exc).splitlines() or [type(exc).__name__])[0]
+
+
 def measure_gpu(torch, index, smi_fields, burn=0, n=8192):
     """Throughput figures of one GPU, with an nvidia-smi sample taken while it is busy."""
     dev = torch.device("cuda", index)
     torch.cuda.set_device(dev)
     out, why = {}, {}
     sample = {"values": {}, "reasons": {}}
-
-    def timed(fn, iterations):
-        fn()
-        torch.cuda.synchronize(dev)
-        start = time.perf_counter()
-        for _ in range(iterations):
-            fn()
-        torch.cuda.synchronize(dev)
-        return time.perf_counter() - start
-
     if burn:
-        a = torch.randn(n, n, device=dev, dtype=torch.bfloat16)
         end = time.time() + burn
         while time.time() < end:
-            for _ in range(20):
-                a @ a
-            torch.cuda.synchronize(dev)
-    for label, dtype, tf32 in (("bf16", torch.bfloat16, False), ("fp16", torch.float16, False),
-                               ("tf32", torch.float32, True), ("fp32", torch.float32, False)):
-        key = "matmul_%s_tflops" % label
+            _matmul(torch, dev, torch.bfloat16, n, 20)
+    for label, dtype, tf32, iterations in (("bf16", torch.bfloat16, False, 20), ("fp16", torch.float16, False, 20),
+                                           ("tf32", torch.float32, True, 20), ("fp32", torch.float32, False, 5)):
+        key = f"matmul_{label}_tflops"
         try:
             torch.backends.cuda.matmul.allow_tf32 = tf32
-            a = torch.randn(n, n, device=dev, dtype=dtype)
-            b = torch.randn(n, n, device=dev, dtype=dtype)
-            iterations = 20 if label in ("bf16", "fp16", "tf32") else 5
-            if label == "bf16" and smi_fields:
-                # sample clocks, link and power while the matmul keeps the GPU busy: batches of matmuls
-                # until nvidia-smi has answered
-                a @ b
-                torch.cuda.synchronize(dev)
-                proc = subprocess.Popen(smi_argv(smi_fields), stdout=subprocess.PIPE, stderr=subprocess.PIPE,
-                                        text=True)
-                done, start = 0, time.perf_counter()
-                while done < iterations or (proc.poll() is None and time.perf_counter() - start < 30):
-                    for _ in range(iterations):
-                        a @ b
-                    torch.cuda.synchronize(dev)
-                    done += iterations
-                seconds = time.perf_counter() - start
-                iterations = done
-                stdout, _stderr = proc.communicate(timeout=30)
-                if proc.returncode == 0:
-                    values, reasons = parse_smi_csv(smi_fields, stdout)
-                    sample = {"values": values, "reasons": reasons}
-            else:
-                seconds = timed(lambda: a @ b, iterations)
-            out[key] = tflops(n, seconds, iterations)
-            del a, b
-        except Exception as exc:  # pylint: disable=broad-except
+            out[key], under_load = _matmul(torch, dev, dtype, n, iterations,
+                                               smi_fields=smi_fields if label == "bf16" else None)
+            if under_load:
+                sample = under_load
+        except Exception as exc:  # pylint: disable=broad-except  # a failed measurement is a reason, not a crash
             out[key] = None
-            why[key] = "%s matmul failed: %s" % (label, str(exc).splitlines()[0] if str(exc) else type(exc).__name__)
+            why[key] = f"{label} matmul failed: {_first_line(exc)}"
+        torch.cuda.empty_cache()
     torch.backends.cuda.matmul.allow_tf32 = False
-    size = 1 << 30
     try:
-        src = torch.empty(size, dtype=torch.uint8, device=dev)
-        dst = torch.empty_like(src)
-        out["device_copy_gbs"] = gbs(2 * size, timed(lambda: dst.copy_(src), 10), 10)
-        host = torch.empty(size // 4, dtype=torch.uint8, pin_memory=True)
-        small = torch.empty(size // 4, dtype=torch.uint8, device=dev)
-        out["h2d_pinned_gbs"] = gbs(size // 4, timed(lambda: small.copy_(host, non_blocking=True), 10), 10)
-        out["d2h_pinned_gbs"] = gbs(size // 4, timed(lambda: host.copy_(small, non_blocking=True), 10), 10)
-        del src, dst, host, small
+        out.update(_copies(torch, dev))
     except Exception as exc:  # pylint: disable=broad-except
         for key in ("device_copy_gbs", "h2d_pinned_gbs", "d2h_pinned_gbs"):
             out.setdefault(key, None)
-            why.setdefault(key, "copy failed: %s" % str(exc).splitlines()[0])
+            why.setdefault(key, f"copy failed: {_first_line(exc)}")
     torch.cuda.empty_cache()
     return out, why, sample
 
 
 def _allreduce_worker(rank, world, port, result):
-    import torch  # pylint: disable=import-outside-toplevel
-    import torch.distributed as dist  # pylint: disable=import-outside-toplevel
+    import torch  # noqa: PLC0415  # pylint: disable=import-outside-toplevel  # PyTorch only in the pod
+    import torch.distributed as dist  # noqa: PLC0415  # pylint: disable=import-outside-toplevel
     os.environ.update({"MASTER_ADDR": "127.0.0.1", "MASTER_PORT": str(port)})
     torch.cuda.set_device(rank)
     dist.init_process_group("nccl", rank=rank, world_size=world)
@@ -343,13 +352,13 @@ def allreduce(torch, count):
     if count < 2:
         return None, "fewer than 2 GPUs in the pod"
     try:
-        import torch.multiprocessing as mp  # pylint: disable=import-outside-toplevel
+        import torch.multiprocessing as mp  # noqa: PLC0415  # pylint: disable=import-outside-toplevel
         ctx = mp.get_context("spawn")
         result = ctx.SimpleQueue()
         mp.start_processes(_allreduce_worker, args=(count, 29511, result), nprocs=count, start_method="spawn")
         return result.get(), None
     except Exception as exc:  # pylint: disable=broad-except
-        return None, "NCCL all-reduce failed: %s" % (str(exc).splitlines() or [type(exc).__name__])[0]
+        return None, f"NCCL all-reduce failed: {_first_line(exc)}"
 
 
 def main(argv=None):
@@ -361,9 +370,9 @@ def main(argv=None):
     smi_values, smi_reasons, smi_error = run_smi()
     log, log_error = kernel_log()
     try:
-        import torch  # pylint: disable=import-outside-toplevel
+        import torch  # noqa: PLC0415  # pylint: disable=import-outside-toplevel  # tests run without it
     except ImportError as exc:
-        print(json.dumps({"probe": "node", "version": 1, "gpus": 0, "error": "PyTorch is missing: %s" % exc}))
+        print(json.dumps({"probe": "node", "version": 1, "gpus": 0, "error": f"PyTorch is missing: {exc}"}))
         return 2
     if not torch.cuda.is_available():
         print(json.dumps({"probe": "node", "version": 1, "gpus": 0, "error": "torch.cuda.is_available() is False"}))

@@ -24,9 +24,9 @@ def test_reference_passes_and_degraded_fail():
 
 
 def test_bad_input_is_a_filter_error():
-    with pytest.raises(AnsibleFilterError, match="gpu_perf_verdict: .*not JSON"):
+    with pytest.raises(AnsibleFilterError, match=r"gpu_perf_verdict: .*not JSON"):
         FILTERS["gpu_perf_verdict"]("not json")
-    with pytest.raises(AnsibleFilterError, match="verify_row: .*status 'GOOD'"):
+    with pytest.raises(AnsibleFilterError, match=r"verify_row: .*status 'GOOD'"):
         FILTERS["verify_row"]("x", "y", "GOOD", "z")
 
 

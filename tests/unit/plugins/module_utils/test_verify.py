@@ -42,7 +42,7 @@ def smi(gpus, rc=0, failed=False, msg=""):
     ([], {}, None, True, "SKIPPED", "no NVIDIA GPU on the PCI bus and no nvidia-smi (a lab worker)"),
     ([], {}, None, False, "FAIL", "PCI shows 0 NVIDIA GPU(s), the inventory declares 2"),
 ])
-def test_worker_gpus(pci, smi_result, unreachable, lab, status, reason):
+def test_worker_gpus(pci, smi_result, unreachable, lab, status, reason):  # noqa: PLR0917 - parametrized
     worker = verify.worker_gpus(2, A100, pci, smi_result, unreachable, lab)
     assert (worker["status"], worker["reason"]) == (status, reason)
     assert worker["checked"] == (status in ("PASS", "FAIL"))
@@ -117,7 +117,7 @@ NODES = [{"name": "a", "ready": True, "allocatable": {"nvidia.com/gpu": "2"}}, {
     ({"nodes": NODES, "shortfalls": ["node a has 1 allocatable nvidia.com/gpu, expected 2"], "failed": True}, "", False,
      ("FAIL", "PASS"), "node a has 1 allocatable nvidia.com/gpu, expected 2"),
     ({"failed": True, "msg": "API said no"}, "", False, ("FAIL", "PASS"), "API said no"),
-    ({"nodes": NODES + [{"name": "b", "ready": False}]}, "", False, ("PASS", "FAIL"), "allocatable none"),
+    ({"nodes": [*NODES, {"name": "b", "ready": False}]}, "", False, ("PASS", "FAIL"), "allocatable none"),
     ({}, "no kubeconfig", True, ("SKIPPED", "SKIPPED"), "no kubeconfig"),
     ({}, "no kubeconfig", False, ("NOT VERIFIED", "NOT VERIFIED"), "no kubeconfig"),
 ])
@@ -135,7 +135,7 @@ def test_allocatable_by_node():
 
 # --------------------------------------------------------------------------------------------- etcd
 def members(*learners):
-    return {"json": {"members": [{"name": "m%d" % i, **({"isLearner": True} if learner else {})}
+    return {"json": {"members": [{"name": f"m{i}", **({"isLearner": True} if learner else {})}
                                  for i, learner in enumerate(learners)]}}
 
 
@@ -155,7 +155,7 @@ HEALTHY = {"json": {"health": "true"}}
     (3, {"unreachable": True}, {}, "", True, "SKIPPED", "server cp1 unreachable"),
     (3, {"unreachable": True}, {}, "", False, "NOT VERIFIED", "server cp1 unreachable"),
 ])
-def test_etcd_row(servers, mem, health, skip, lab, status, detail):
+def test_etcd_row(servers, mem, health, skip, lab, status, detail):  # noqa: PLR0917 - parametrized
     assert verify.etcd_row(servers, mem, health, skip, lab, "cp1") == {
         "check": "etcd", "target": "cluster", "status": status, "detail": detail}
 
@@ -185,7 +185,7 @@ def test_plan_options():
     jobs = verify.plan_jobs(WORKERS, ["cp1"], IMAGES, {"smoke_tests": False, "nfs_class": "", "network": True})
     assert [j["name"] for j in jobs] == ["coredns", "default-storage", "throughput-fast-scratch"]
     burn = verify.plan_jobs(WORKERS[:1], [], IMAGES, {"probe_burn": 300, "tensorflow": False})
-    assert [j for j in burn if j["check"] == "gpu-probe"][0]["command"][-2:] == ["--burn", "300"]
+    assert next(j for j in burn if j["check"] == "gpu-probe")["command"][-2:] == ["--burn", "300"]
     assert not [j for j in burn if j["check"] == "tensorflow"]
     # no GPU workers: no GPU Jobs and no fast-scratch check
     assert [j["name"] for j in verify.plan_jobs([], [], IMAGES)] == ["coredns", "default-storage", "throughput-nfs-client"]
@@ -437,7 +437,7 @@ def test_report_shows_the_slow_gpu_first():
     assert lines[2].startswith("**Result: FAIL**: GPU performance on wk1 GPU1")
     assert "## GPU performance (measured / expected)" in text
     assert "| wk1 GPU0 | NVIDIA H100 80GB HBM3 | PASS | 791.7 / 989 | 51.4 / 67 | 2997 / 3350 | 42.1 / 63 | Gen5 x16 / Gen5 x16 |  |" in lines
-    slow_line = [line for line in lines if line.startswith("| wk1 GPU1 ")][0]
+    slow_line = next(line for line in lines if line.startswith("| wk1 GPU1 "))
     assert "Gen5 x4 / Gen5 x16 **FAIL**" in slow_line and slow_line.endswith("(slot, riser or bifurcation) |")
     assert "- FAIL wk1 GPU1: PCIe link trained at x4 of x16: the slot is wired narrower, a riser" in text
     assert "| wk1 | 2 x NVIDIA H100 80GB HBM3 | declared 2, PCI 2, nvidia-smi - | nvidia.com/gpu=2 | gpu-probe PASS | FAIL |" in lines
