@@ -14,21 +14,18 @@ from __future__ import annotations
 
 import os
 import subprocess
-import sys
 from pathlib import Path
 
 import kubernetes_validate
 import pytest
 import yaml
+from ansible_collections.cps.gpu_cluster.plugins.module_utils import components
 
 REPO = Path(__file__).resolve().parents[2]
 HOMELAB = REPO / "inventories" / "homelab"
 K8S_VERSION = "1.33"
 WORKERS = ["wk-gpu1", "wk-gpu2", "wk-gpu3", "wk-gpu4"]
 NODES = ["cp1", "cp2", "cp3", *WORKERS]
-
-sys.path.insert(0, str(REPO / "collections"))
-from ansible_collections.cps.gpu_cluster.plugins.module_utils import components  # noqa: E402  pylint: disable=wrong-import-position
 
 
 def render(out: Path, *extra: str) -> subprocess.CompletedProcess:

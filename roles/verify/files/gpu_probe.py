@@ -260,7 +260,9 @@ def _matmul(torch, dev, dtype, n, iterations, *, smi_fields=None):
         return tflops(n, _timed(torch, dev, lambda: a @ b, iterations), iterations), None
     a @ b
     torch.cuda.synchronize(dev)
-    proc = subprocess.Popen(smi_argv(smi_fields), stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    # not a with-block: the matmuls run while nvidia-smi does
+    proc = subprocess.Popen(smi_argv(smi_fields), stdout=subprocess.PIPE, stderr=subprocess.PIPE,  # pylint: disable=consider-using-with
+                            text=True)
     done, start = 0, time.perf_counter()
     while done < iterations or (proc.poll() is None and time.perf_counter() - start < 30):
         for _ in range(iterations):

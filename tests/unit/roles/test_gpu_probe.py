@@ -11,6 +11,7 @@ import sys
 from pathlib import Path
 
 import pytest
+from ansible_collections.cps.gpu_cluster.plugins.module_utils import verify
 
 REPO = Path(__file__).resolve().parents[3]
 PROBE = REPO / "roles" / "verify" / "files" / "gpu_probe.py"
@@ -18,9 +19,6 @@ FIXTURES = REPO / "tests" / "fixtures" / "gpu_probe"
 spec = importlib.util.spec_from_file_location("gpu_probe", PROBE)
 probe = importlib.util.module_from_spec(spec)
 spec.loader.exec_module(probe)
-
-sys.path.insert(0, str(REPO / "collections"))
-from ansible_collections.cps.gpu_cluster.plugins.module_utils import verify  # noqa: E402  pylint: disable=wrong-import-position
 
 
 def test_arithmetic():
