@@ -371,6 +371,8 @@ def main(argv=None):
     started = time.time()
     smi_values, smi_reasons, smi_error = run_smi()
     log, log_error = kernel_log()
+    # CUDA numbers GPUs fastest first by default; nvidia-smi by PCI bus: make the indices agree
+    os.environ.setdefault("CUDA_DEVICE_ORDER", "PCI_BUS_ID")
     try:
         import torch  # noqa: PLC0415  # pylint: disable=import-outside-toplevel  # tests run without it
     except ImportError as exc:
