@@ -76,7 +76,7 @@ BRIDGE_RE = re.compile(r"[A-Za-z0-9][A-Za-z0-9_.-]{0,14}")
 COMMAND_RE = re.compile(r"[A-Za-z0-9._/+@-]+")
 IMAGE_RE = re.compile(r"[a-z0-9]([a-z0-9._-]*[a-z0-9])?(:[0-9]+)?(/[a-z0-9]([a-z0-9._-]*[a-z0-9])?)*"
                       r"(:[A-Za-z0-9_][A-Za-z0-9_.-]{0,127})?(@sha256:[0-9a-f]{64})?")
-VERIFY_IMAGE_KEYS = ("cuda", "vectoradd", "pytorch", "busybox")
+VERIFY_IMAGE_KEYS = ("cuda", "vectoradd", "pytorch", "busybox", "tensorflow")
 
 # K3s gives every node a /24 of the IPv4 cluster CIDR (a /64 of an IPv6 one).
 NODE_CIDR_MASK = {4: 24, 6: 64}

@@ -111,4 +111,4 @@ def test_verify_reports_llm_endpoints_skipped(tmp_path):
     assert rc == 0, out[-3000:]
     assert out.count("SKIPPED verify: LLM endpoints: kubeconfig") == 1, out[-3000:]
     report = (tmp_path / "llmtest-verify.md").read_text()
-    assert re.search(r"\| LLM endpoints \| SKIPPED \| kubeconfig .*absent does not exist", report), report
+    assert re.search(r"\| LLM endpoints \| cluster \| SKIPPED \| kubeconfig .*absent does not exist", report), report

@@ -1,8 +1,11 @@
 """playbooks/verify.yml on a one-worker inventory whose "GPU worker" is this machine (no GPUs).
 
 Without ``gpu_cluster_lab`` the worker's missing GPUs are a FAIL that names the numbers, the parts
-that cannot reach a cluster (no kubeconfig) are FAIL with the reason, the report says FAIL and the
-phase fails; with ``gpu_cluster_lab: true`` the same worker and parts are SKIPPED.
+that cannot reach a cluster (no kubeconfig) are NOT VERIFIED with the reason, the report says FAIL and
+the phase fails; with the same worker declaring no GPUs the result is NOT VERIFIED (never PASS: capacity
+and the smoke Jobs did not run) and the phase still fails. With ``gpu_cluster_lab: true`` the same
+parts are SKIPPED, the phase carries on, and the result is still NOT VERIFIED, not PASS (issue 19).
+The guest view (vCPUs, NUMA nodes, hugepages) of the worker is read for real.
 """
 
 from __future__ import annotations
@@ -17,7 +20,7 @@ import pytest
 REPO = Path(__file__).resolve().parents[2]
 
 
-def run_verify(tmp_path, lab):
+def run_verify(tmp_path, lab, unreachable=False, *extra):
     inventory = tmp_path / "hosts.yml"
     # A valid inventory (preflight runs first): one server that verify never contacts (no kubeconfig),
     # and the GPU worker on this machine.
@@ -29,7 +32,8 @@ def run_verify(tmp_path, lab):
         "  children:\n    k3s_cluster:\n      children:\n        k3s_servers:\n"
         "          hosts:\n            cp1: {ansible_host: 10.0.0.11}\n"
         "        k3s_agents:\n          children:\n            gpu_workers:\n              hosts:\n"
-        f"                wk-local:\n                  ansible_connection: local\n"
+        + ("                wk-local:\n                  ansible_host: 127.0.0.1\n                  ansible_port: 1\n"
+           if unreachable else "                wk-local:\n                  ansible_connection: local\n") +
         f"                  ansible_python_interpreter: {sys.executable}\n"
         "                  gpu_cluster_node_ip: 10.0.0.21\n"
         "                  gpu_cluster_gpu_count: 2\n                  gpu_cluster_gpu_model: NVIDIA A100 80GB PCIe\n")
@@ -39,7 +43,7 @@ def run_verify(tmp_path, lab):
     argv = ["ansible-playbook", str(REPO / "playbooks" / "verify.yml"), "-i", str(inventory),
             "-e", f"gpu_cluster_name=test{'lab' if lab else 'real'}",
             "-e", f"gpu_cluster_kubeconfig={tmp_path}/absent", "-e", f"gpu_cluster_verify_report_dir={tmp_path}",
-            "-e", f'{{"gpu_cluster_lab": {str(lab).lower()}}}']
+            "-e", f'{{"gpu_cluster_lab": {str(lab).lower()}}}', *extra]
     return subprocess.run(argv, cwd=REPO, env=env, capture_output=True, text=True, timeout=300, check=False)
 
 
@@ -56,22 +60,47 @@ def test_missing_gpus_fail_with_numbers(tmp_path, local_has_no_gpu):
     assert proc.returncode != 0
     assert "FAIL GPUs on wk-local: declared 2, PCI 0" in proc.stdout
     assert "PCI shows 0 NVIDIA GPU(s), the inventory declares 2" in proc.stdout
-    assert "FAIL verify: GPUs on wk-local" in proc.stdout
+    assert "FAIL verify: GPUs on wk-local: declared 2, PCI 0" in proc.stdout
     report = (tmp_path / "testreal-verify.md").read_text()
     assert "**Result: FAIL**" in report
-    assert "- FAIL GPUs on wk-local: PCI shows 0 NVIDIA GPU(s), the inventory declares 2" in report
-    # no cluster outside a lab: FAIL with the reason, never SKIPPED
+    assert "| GPUs | wk-local | FAIL | declared 2, PCI 0, nvidia-smi -: PCI shows 0 NVIDIA GPU(s), the inventory declares 2 |" in report
+    # no cluster outside a lab: NOT VERIFIED with the reason, never SKIPPED, never PASS
     assert "SKIPPED verify:" not in proc.stdout
-    assert f"FAIL capacity and nodes Ready: kubeconfig {tmp_path}/absent does not exist" in proc.stdout
-    assert "FAIL smoke tests and health Jobs" in proc.stdout
-    assert "capacity, nodes Ready" in proc.stdout.split("FAIL verify:")[-1]
-    assert "| smoke tests and health Jobs | FAIL |" in report
+    assert f"NOT VERIFIED verify: capacity and nodes Ready: kubeconfig {tmp_path}/absent does not exist" in proc.stdout
+    assert "NOT VERIFIED verify: smoke tests and health Jobs" in proc.stdout
+    assert f"| capacity | cluster | NOT VERIFIED | kubeconfig {tmp_path}/absent does not exist" in report
+    assert "| smoke Jobs | cluster | NOT VERIFIED |" in report
 
 
-def test_lab_worker_without_gpus_is_skipped(tmp_path, local_has_no_gpu):
+def test_nothing_checked_is_not_verified_and_fails(tmp_path, local_has_no_gpu):
+    # the worker is unreachable (so nothing FAILs) and there is no cluster: nothing was checked
+    proc = run_verify(tmp_path, lab=False, unreachable=True)
+    assert proc.returncode != 0, proc.stdout[-3000:]
+    assert "PASS verify" not in proc.stdout
+    assert "NOT VERIFIED verify: GPUs on wk-local: host unreachable" in proc.stdout
+    assert "NOT VERIFIED verify: GPUs on wk-local (host unreachable" in proc.stdout
+    report = (tmp_path / "testreal-verify.md").read_text()
+    assert report.splitlines()[2].startswith("**Result: NOT VERIFIED**: GPUs on wk-local (host unreachable")
+    assert "; capacity (kubeconfig" in report.splitlines()[2] and "; smoke Jobs (kubeconfig" in report.splitlines()[2]
+
+
+def test_lab_worker_without_gpus_is_skipped_not_passed(tmp_path, local_has_no_gpu):
     proc = run_verify(tmp_path, lab=True)
     assert proc.returncode == 0, proc.stdout[-3000:]
     assert proc.stdout.count("SKIPPED verify: GPUs on wk-local: no NVIDIA GPU on the PCI bus") == 1
     assert proc.stdout.count("SKIPPED verify: capacity and nodes Ready: kubeconfig") == 1
-    assert '"msg": "FAIL' not in proc.stdout
-    assert "**Result: PASS**" in (tmp_path / "testlab-verify.md").read_text()
+    assert '"msg": "FAIL' not in proc.stdout and "NOT VERIFIED verify: capacity and" not in proc.stdout
+    report = (tmp_path / "testlab-verify.md").read_text()
+    assert "**Result: NOT VERIFIED**" in report and "**Result: PASS**" not in report
+    assert "| capacity | cluster | SKIPPED |" in report
+    # the guest view is read on the worker for real: this machine's CPUs
+    cpus = os.cpu_count()
+    assert f"| guest view | wk-local | PASS | {cpus} vCPUs, " in report or \
+        "| guest view | wk-local | WARN |" in report, report
+
+
+def test_check_mode_starts_no_job_and_does_not_pass(tmp_path, local_has_no_gpu):
+    proc = run_verify(tmp_path, True, False, "--check")
+    assert proc.returncode == 0, proc.stdout[-3000:]
+    assert "SKIPPED verify: smoke tests and health Jobs" in proc.stdout
+    assert "PASS verify" not in proc.stdout

@@ -1,10 +1,13 @@
-"""Render tier for playbooks/verify.yml: the Jobs, volumes and namespace it would create.
+"""Render tier for roles/verify (playbooks/verify.yml): the Jobs, volumes, ConfigMap, Service and
+namespace it would create.
 
 Runs the real playbook on the homelab inventory with ``gpu_cluster_verify_render_dir`` (workers made
 unreachable on purpose, no cluster), then validates every manifest with kubernetes-validate (strict:
-unknown fields fail) and checks the plan: every GPU worker gets the nvidia-smi, vector-add and
-PyTorch checks on its own node, one multi-GPU check asks for two GPUs, images are pinned and
-overridable.
+unknown fields fail) and checks the plan: every GPU worker gets the nvidia-smi, vector-add, PyTorch
+and GPU probe checks on its own node, with the render tier's CUDA smoke pod's runtime class,
+toleration and security context (one source); one multi-GPU and one TensorFlow check; scratch
+throughput on fast-scratch and nfs-client; a pod-network pod on every node; pinned, overridable
+images; SKIPPED lines and a NOT VERIFIED (never PASS) lab report.
 """
 
 from __future__ import annotations
@@ -16,11 +19,13 @@ from pathlib import Path
 import kubernetes_validate
 import pytest
 import yaml
+from ansible_collections.cps.gpu_cluster.plugins.module_utils import components
 
 REPO = Path(__file__).resolve().parents[2]
 HOMELAB = REPO / "inventories" / "homelab"
 K8S_VERSION = "1.33"
 WORKERS = ["wk-gpu1", "wk-gpu2", "wk-gpu3", "wk-gpu4"]
+NODES = ["cp1", "cp2", "cp3", *WORKERS]
 
 
 def render(out: Path, *extra: str) -> subprocess.CompletedProcess:
@@ -29,9 +34,9 @@ def render(out: Path, *extra: str) -> subprocess.CompletedProcess:
                ANSIBLE_FORCE_COLOR="0")
     argv = ["ansible-playbook", str(REPO / "playbooks" / "verify.yml"), "-i", str(HOMELAB),
             # the workers are "unreachable" (port 1) and there is no kubeconfig: as a lab, every part
-            # SKIPPED (outside a lab they FAIL: tests/integration/test_verify_playbook.py). Every host at
-            # 127.0.0.1 is an inventory preflight refuses (shared node IPs), so preflight is skipped here;
-            # the homelab itself passes preflight in tests/integration/test_preflight.py.
+            # SKIPPED (outside a lab they are NOT VERIFIED: tests/integration/test_verify_playbook.py). Every
+            # host at 127.0.0.1 is an inventory preflight refuses (shared node IPs), so preflight is skipped
+            # here; the homelab itself passes preflight in tests/integration/test_preflight.py.
             "-e", "ansible_host=127.0.0.1", "-e", "ansible_port=1", "-e", '{"gpu_cluster_lab": true}',
             "-e", "gpu_cluster_preflight=false",
             "-e", f"gpu_cluster_kubeconfig={out}/absent-kubeconfig",
@@ -54,30 +59,48 @@ def rendered(tmp_path_factory):
 
 def test_every_manifest_is_valid_kubernetes(rendered):
     assert rendered["docs"], "nothing rendered"
+    kinds = set()
     for name, docs in rendered["docs"].items():
         for doc in docs:
+            kinds.add(doc["kind"])
             try:
                 kubernetes_validate.validate(doc, K8S_VERSION, strict=True)
             except kubernetes_validate.ValidationError as exc:
                 pytest.fail(f"{name}: {doc['kind']} is invalid: {exc}")
+    assert kinds == {"Namespace", "ConfigMap", "Service", "PersistentVolumeClaim", "Job"}
 
 
 def jobs(rendered):
     return {doc["metadata"]["name"]: doc for docs in rendered["docs"].values() for doc in docs if doc["kind"] == "Job"}
 
 
-def test_gpu_smoke_tests_on_every_worker(rendered):
+def test_gpu_checks_on_every_worker_from_the_smoke_pod(rendered):
+    smoke = components.cuda_smoke_pod()["spec"]
     all_jobs = jobs(rendered)
     for worker in WORKERS:
-        for check, gpus in (("smi", 1), ("vectoradd", 1), ("pytorch", 1)):
+        for check, gpus in (("smi", 1), ("vectoradd", 1), ("pytorch", 1), ("gpuprobe", 2)):
             job = all_jobs[f"{check}-{worker}"]
             pod = job["spec"]["template"]["spec"]
             assert pod["nodeSelector"] == {"kubernetes.io/hostname": worker}
             assert pod["containers"][0]["resources"]["limits"] == {"nvidia.com/gpu": gpus}
             assert pod["restartPolicy"] == "Never" and job["spec"]["backoffLimit"] == 0
+            # one source with render.yml's CUDA smoke pod
+            assert pod["runtimeClassName"] == smoke["runtimeClassName"] == "nvidia"
+            assert pod["tolerations"] == smoke["tolerations"]
+            assert pod["securityContext"] == smoke["securityContext"]
     multi = all_jobs["multigpu-wk-gpu1"]["spec"]["template"]["spec"]["containers"][0]
     assert multi["resources"]["limits"] == {"nvidia.com/gpu": 2}
     assert "torch.cuda.device_count()" in multi["command"][-1]
+    tf = all_jobs["tensorflow-wk-gpu1"]["spec"]["template"]["spec"]["containers"][0]
+    assert tf["image"].startswith("nvcr.io/nvidia/tensorflow:") and "list_physical_devices('GPU')" in tf["command"][-1]
+
+
+def test_probe_ships_in_a_configmap(rendered):
+    configmap = rendered["docs"]["gpu-probe"][0]
+    assert configmap["data"]["gpu_probe.py"] == (REPO / "roles" / "verify" / "files" / "gpu_probe.py").read_text()
+    pod = jobs(rendered)["gpuprobe-wk-gpu1"]["spec"]["template"]["spec"]
+    assert pod["containers"][0]["command"] == ["python", "/probe/gpu_probe.py"]
+    assert {"name": "probe", "configMap": {"name": "gpu-probe"}} in pod["volumes"]
 
 
 def test_images_are_pinned_and_overridable(rendered):
@@ -88,13 +111,29 @@ def test_images_are_pinned_and_overridable(rendered):
         "registry.lan/busybox:1.36.1"
 
 
-def test_storage_checks(rendered):
+def test_storage_and_scratch_throughput(rendered):
     default = rendered["docs"]["default-storage"]
     assert [d["kind"] for d in default] == ["PersistentVolumeClaim", "Job"]
     assert "storageClassName" not in default[0]["spec"]
-    scratch = rendered["docs"]["fast-scratch"]
+    scratch = rendered["docs"]["throughput-fast-scratch"]
     assert scratch[0]["spec"]["storageClassName"] == "fast-scratch"
     assert scratch[1]["spec"]["template"]["spec"]["nodeSelector"] == {"gpu": "true"}
+    nfs = rendered["docs"]["throughput-nfs-client"]
+    assert nfs[0]["spec"]["storageClassName"] == "nfs-client"
+    assert "count=1024" in nfs[1]["spec"]["template"]["spec"]["containers"][0]["command"][-1]
+    # CPU checks run without the nvidia runtime class (it exists on GPU nodes only)
+    assert "runtimeClassName" not in nfs[1]["spec"]["template"]["spec"]
+
+
+def test_pod_network_on_every_node(rendered):
+    service = rendered["docs"]["verify-net"][0]
+    assert service["spec"]["clusterIP"] == "None"
+    for node in NODES:
+        pod = jobs(rendered)[f"net-{node}"]["spec"]["template"]["spec"]
+        assert pod["nodeSelector"] == {"kubernetes.io/hostname": node}
+        assert pod["subdomain"] == "verify-net" and pod["hostname"] == f"net-{node}"
+        others = [f"net-{n}" for n in NODES if n != node]
+        assert " ".join(others) in pod["containers"][0]["command"][-1]
 
 
 def test_skipped_lines_and_report(rendered):
@@ -102,5 +141,7 @@ def test_skipped_lines_and_report(rendered):
     for part in ["GPUs on wk-gpu1", "capacity and nodes Ready", "etcd", "smoke tests and health Jobs"]:
         assert sum(f"SKIPPED verify: {part}" in line for line in lines) == 1, part
     report = rendered["report"]
-    assert "**Result: PASS**" in report and "checks SKIPPED" in report
-    assert "| wk-gpu1 | 2 x NVIDIA A100 80GB PCIe | SKIPPED | SKIPPED | SKIPPED |" in report
+    # a lab with nothing checked: SKIPPED rows, and NOT VERIFIED, never PASS
+    assert "**Result: NOT VERIFIED**: capacity (kubeconfig" in report and "**Result: PASS**" not in report
+    assert "| wk-gpu1 | 2 x NVIDIA A100 80GB PCIe | SKIPPED | SKIPPED | SKIPPED | SKIPPED |" in report
+    assert "| guest view | wk-gpu1 | SKIPPED | host unreachable" in report
