@@ -93,6 +93,7 @@ class FilterModule(object):
             "verify_guest_row": verify.guest_row,
             "verify_expected_capacity": verify.expected_capacity,
             "verify_capacity_rows": verify.capacity_rows,
+            "verify_pool_rows": verify.pool_rows,
             "verify_etcd_row": verify.etcd_row,
             "verify_plan_jobs": verify.plan_jobs,
             "verify_plan_manifests": verify.plan_manifests,

@@ -196,15 +196,23 @@ def guest_row(node, view, expected_vcpus=None, skip_reason="", lab=False):
 
 
 # ---------------------------------------------------------------------------------------- capacity
-def expected_capacity(workers, resource="nvidia.com/gpu"):
+def expected_capacity(workers, resource="nvidia.com/gpu", pools=None):
     """gpu_capacity's ``expected`` from the workers ``[{node, gpu_count, expected}]``: each worker offers
-    its ``gpu_count`` of ``resource`` (or its own ``expected`` mapping, for MIG or renamed pools); the
-    cluster total counts the workers without an own mapping."""
+    its ``gpu_count`` of ``resource``, or what its GPU pool hands out (``pools``: the
+    ``gpu_pool_capacity`` filter's list, whose ``per_node`` gives e.g. ``{nvidia.com/gpu.shared: 8}``
+    or ``{nvidia.com/mig-1g.10gb: 14}``), or its own ``expected`` mapping (which wins). The cluster
+    total of ``resource`` counts every worker that offers it."""
+    pool_offer = {}
+    for pool in pools or []:
+        pool_offer.update((pool or {}).get("per_node") or {})
     per_node = {}
     total = 0
     for worker in workers or []:
         if worker.get("expected"):
             per_node[worker["node"]] = dict(worker["expected"])
+        elif worker["node"] in pool_offer:
+            per_node[worker["node"]] = dict(pool_offer[worker["node"]])
+            total += int(pool_offer[worker["node"]].get(resource) or 0)
         else:
             count = int(worker.get("gpu_count") or 0)
             per_node[worker["node"]] = {resource: count}
@@ -213,6 +221,37 @@ def expected_capacity(workers, resource="nvidia.com/gpu"):
     if total > 0:
         expected[resource] = total
     return expected
+
+
+def _quantity(value):
+    try:
+        return int(float(str(value)))
+    except (TypeError, ValueError):
+        return 0
+
+
+def pool_rows(pools, result, skip_reason="", lab=False):
+    """One ``GPU pool`` row per pool (``pools``: the ``gpu_pool_capacity`` filter's list): the
+    allocatable count of each of its resources on its nodes (``gpu_capacity``'s ``nodes``) against
+    the expected capacity."""
+    rows = []
+    for pool in pools or []:
+        name = pool.get("name", "?")
+        if skip_reason:
+            rows.append(row("GPU pool", name, cannot_run(skip_reason, lab), skip_reason))
+            continue
+        allocatable = dict((n.get("name"), n.get("allocatable") or {}) for n in (result or {}).get("nodes") or [])
+        found, short = [], []
+        for res, want in sorted((pool.get("resources") or {}).items()):
+            have = sum(_quantity(allocatable.get(node, {}).get(res)) for node in pool.get("per_node") or {})
+            found.append("%s %d of %d" % (res, have, want))
+            if have < want:
+                short.append(res)
+        nodes = ", ".join(pool.get("nodes") or []) or "no node"
+        detail = "%s (%s) on %s" % ("; ".join(found) or "no resource", pool.get("allocation", "?"), nodes)
+        rows.append(row("GPU pool", name, FAIL if short else PASS,
+                        ("short of " + ", ".join(short) + ": " if short else "") + detail))
+    return rows
 
 
 def capacity_rows(result, skip_reason="", lab=False):

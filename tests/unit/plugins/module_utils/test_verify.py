@@ -457,3 +457,58 @@ def test_report_without_anything():
     assert "No Jobs ran: no kubeconfig (3 Jobs not started)." in text
     assert "| (no hosts in gpu_workers) |" in text
     assert copy.deepcopy(report) == report
+
+
+# ---------------------------------------------------------------- GPU pools (issue 18) in verify
+POOLS_CAPACITY = [
+    {"name": "training", "allocation": "exclusive", "resource": "nvidia.com/gpu", "count": 4,
+     "resources": {"nvidia.com/gpu": 4}, "per_node": {"wk-gpu1": {"nvidia.com/gpu": 2}, "wk-gpu2": {"nvidia.com/gpu": 2}},
+     "nodes": ["wk-gpu1", "wk-gpu2"]},
+    {"name": "notebooks", "allocation": "timeslice", "resource": "nvidia.com/gpu.shared", "count": 8,
+     "resources": {"nvidia.com/gpu.shared": 8}, "per_node": {"wk-gpu3": {"nvidia.com/gpu.shared": 8}},
+     "nodes": ["wk-gpu3"]},
+    {"name": "inference", "allocation": "mig", "resource": "nvidia.com/mig-1g.10gb", "count": 14,
+     "resources": {"nvidia.com/mig-1g.10gb": 14}, "per_node": {"wk-gpu4": {"nvidia.com/mig-1g.10gb": 14}},
+     "nodes": ["wk-gpu4"]},
+]
+POOL_WORKERS = [{"node": "wk-gpu%d" % i, "gpu_count": 2, "expected": None} for i in range(1, 6)]
+
+
+def test_expected_capacity_takes_each_pool_members_offer():
+    expected = verify.expected_capacity(POOL_WORKERS, "nvidia.com/gpu", POOLS_CAPACITY)
+    assert expected["per_node"]["wk-gpu3"] == {"nvidia.com/gpu.shared": 8}
+    assert expected["per_node"]["wk-gpu4"] == {"nvidia.com/mig-1g.10gb": 14}
+    assert expected["per_node"]["wk-gpu5"] == {"nvidia.com/gpu": 2}  # in no pool: its GPUs
+    # the cluster total of nvidia.com/gpu: the exclusive pool's 4 and wk-gpu5's 2, not the shared/MIG ones
+    assert expected["nvidia.com/gpu"] == 6
+    # an own gpu_cluster_verify_expected still wins over the pool
+    own = [dict(POOL_WORKERS[2], expected={"nvidia.com/gpu.shared": 4})]
+    assert verify.expected_capacity(own, "nvidia.com/gpu", POOLS_CAPACITY)["per_node"]["wk-gpu3"] == {"nvidia.com/gpu.shared": 4}
+    # no pools: as before
+    assert verify.expected_capacity(POOL_WORKERS[:1]) == {"per_node": {"wk-gpu1": {"nvidia.com/gpu": 2}}, "nvidia.com/gpu": 2}
+
+
+def _nodes(**alloc):
+    return {"nodes": [{"name": name.replace("_", "-"), "allocatable": a} for name, a in alloc.items()]}
+
+
+@pytest.mark.parametrize("alloc, statuses", [
+    ({"wk_gpu1": {"nvidia.com/gpu": "2"}, "wk_gpu2": {"nvidia.com/gpu": "2"}, "wk_gpu3": {"nvidia.com/gpu.shared": "8"},
+      "wk_gpu4": {"nvidia.com/mig-1g.10gb": "14"}}, ["PASS", "PASS", "PASS"]),
+    # a shared node advertising whole GPUs (device-plugin config not applied) and a MIG node short of slices
+    ({"wk_gpu1": {"nvidia.com/gpu": "2"}, "wk_gpu2": {"nvidia.com/gpu": "1"}, "wk_gpu3": {"nvidia.com/gpu": "2"},
+      "wk_gpu4": {"nvidia.com/mig-1g.10gb": "7"}}, ["FAIL", "FAIL", "FAIL"]),
+])
+def test_pool_rows_compare_allocatable_with_the_expected_capacity(alloc, statuses):
+    rows = verify.pool_rows(POOLS_CAPACITY, _nodes(**alloc))
+    assert [r["status"] for r in rows] == statuses
+    assert [r["target"] for r in rows] == ["training", "notebooks", "inference"]
+    if statuses[0] == "FAIL":
+        assert rows[1]["detail"].startswith("short of nvidia.com/gpu.shared: nvidia.com/gpu.shared 0 of 8")
+        assert "nvidia.com/mig-1g.10gb 7 of 14" in rows[2]["detail"]
+
+
+def test_pool_rows_without_a_cluster():
+    assert {r["status"] for r in verify.pool_rows(POOLS_CAPACITY, {}, "no kubeconfig", lab=True)} == {"SKIPPED"}
+    assert {r["status"] for r in verify.pool_rows(POOLS_CAPACITY, {}, "no kubeconfig")} == {"NOT VERIFIED"}
+    assert verify.pool_rows([], {"nodes": []}) == []
