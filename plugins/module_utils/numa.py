@@ -180,6 +180,13 @@ def read_numa_topology(sysfs_path):
     return _summarise(nodes, len(packages) or None, _read(os.path.join(cpu_root, "smt", "active")))
 
 
+def numa_facts(sysfs_path):
+    """read_numa_topology, or None when the tree has no CPU topology (a PCI-only capture)."""
+    if not os.path.isdir(os.path.join(sysfs_path, "devices", "system", "cpu")):
+        return None
+    return read_numa_topology(sysfs_path)
+
+
 def _summarise(nodes, sockets, smt_active_text=None):
     widths = [len(core) for node in nodes for core in node["cores"]]
     threads = max(widths) if widths else 1
