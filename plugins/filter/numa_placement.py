@@ -107,7 +107,7 @@ def numa_placement(capture, groups, hostvars, proxmox_host):
     except TopologyError as exc:
         raise AnsibleFilterError("numa_placement: %s" % exc) from exc
     plain_groups = dict((name, list(hosts)) for name, hosts in groups.items())
-    hosts = [proxmox_host] + list(plain_groups.get("gpu_workers", [])) + list(plain_groups.get("k3s_servers", []))
+    hosts = [proxmox_host, *plain_groups.get("gpu_workers", []), *plain_groups.get("k3s_servers", [])]
     request = placement_request(plain_groups, _plain_hostvars(hostvars, hosts), proxmox_host)
     try:
         plan, problems = plan_placement(topology, gpu_nodes, request["workers"], request["control_planes"],

@@ -127,7 +127,7 @@ def _cores_of(cpus, siblings):
             continue
         group = sorted(set(siblings.get(cpu, [cpu])) & set(cpus)) or [cpu]
         if cpu not in group:
-            group = sorted(group + [cpu])
+            group = sorted([*group, cpu])
         seen.update(group)
         cores.append(group)
     return sorted(cores)
@@ -208,8 +208,8 @@ def parse_lscpu_p(text):
     """
     columns = ["CPU", "Core", "Socket", "Node"]
     rows = []
-    for line in (text or "").splitlines():
-        line = line.strip()
+    for raw in (text or "").splitlines():
+        line = raw.strip()
         if not line:
             continue
         if line.startswith("#"):
@@ -290,7 +290,7 @@ def _gib(mb):
     return ("%.0f GiB" % (mb / 1024.0)) if mb % 1024 == 0 else "%d MiB" % mb
 
 
-def plan_placement(topology, gpu_nodes, workers, control_planes, host_cores=DEFAULT_HOST_CORES,
+def plan_placement(topology, gpu_nodes, workers, control_planes, *, host_cores=DEFAULT_HOST_CORES,
                    host_memory_mb=DEFAULT_HOST_MEMORY_MB, hugepages="none", allow_span=False):
     """Place every VM on the host's NUMA nodes; returns ``(plan, problems)``.
 
@@ -408,7 +408,7 @@ def plan_placement(topology, gpu_nodes, workers, control_planes, host_cores=DEFA
                    _gib(sum(vms[name]["memory_mb"] for name in demand[number]))))
 
     reservation = {}
-    for name, vm in vms.items():
+    for vm in vms.values():
         cpus = sorted(cpu for core in vm["cores"] for cpu in core)
         vm["cpus"] = cpus
         vm["affinity"] = format_cpulist(cpus)
@@ -484,7 +484,7 @@ def hugepage_kernel_args(reservation):
         return []
     if len(reservation) > 1:
         raise ValueError("huge pages of one size per host: got %s" % ", ".join(sorted(reservation)))
-    size, pools = list(reservation.items())[0]
+    size, pools = next(iter(reservation.items()))
     if size not in HUGEPAGE_SIZES:
         raise ValueError("unknown huge page size %r: expected 1G or 2M" % (size,))
     counts = []

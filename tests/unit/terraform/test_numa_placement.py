@@ -6,11 +6,13 @@ a terraform binary exists)."""
 from __future__ import annotations
 
 import json
+import re
 import shutil
 
 import pytest
-from ansible_collections.cps.gpu_cluster.plugins.module_utils import numa
+from ansible_collections.cps.gpu_cluster.plugins.module_utils import numa, pci_sysfs
 from terraform_helpers import REPO, load_module, resolve, resources, unquote
+from test_terraform_console import BASE, console, evaluate
 
 VM = "proxmox_virtual_environment_vm"
 CAPTURE = REPO / "tests" / "fixtures" / "numa" / "two-socket-xeon-gold-6248r-8gpu.pci_gpu_facts.json"
@@ -42,7 +44,6 @@ def dynamic(vm, label):
 
 
 def test_capture_is_what_the_module_reads_from_the_fixture_tree():
-    from ansible_collections.cps.gpu_cluster.plugins.module_utils import pci_sysfs
     root = str(REPO / "tests" / "fixtures" / "numa" / "two-socket-xeon-gold-6248r-8gpu" / "sys")
     facts = json.loads(CAPTURE.read_text())["ansible_facts"]
     assert facts["host_numa"] == numa.read_numa_topology(root)
@@ -89,7 +90,6 @@ def test_homelab_variables_carry_affinity_and_numa(homelab_list, homelab_tfvars)
 
 @pytest.mark.skipif(TERRAFORM is None, reason="no terraform binary on PATH")
 def test_terraform_resolves_the_placement_as_the_mirror(homelab_list, homelab_tfvars, tmp_path):
-    from test_terraform_console import evaluate
     tfvars = dict(homelab_tfvars, placement=homelab_placement(homelab_list), hugepages="2")
     tfvars["placement"]["cp1"]["hugepages"] = ""
     mirror = resolve(tfvars)
@@ -104,9 +104,6 @@ def test_terraform_resolves_the_placement_as_the_mirror(homelab_list, homelab_tf
     ({"wk": {"affinity": "2-9", "host_node": 0, "hugepages": "1G"}}, "must be \\\"1024\\\""),
 ])
 def test_placement_validation_refuses(placement, message, tmp_path):
-    import re
-
-    from test_terraform_console import BASE, console
     done = console(tmp_path, dict(BASE, placement=placement), "local.prefix_length")
     output = " ".join(re.sub(r"\x1b\[[0-9;]*m", "", done.stdout + done.stderr).replace("│", " ").split())
     assert "Invalid value for variable" in output

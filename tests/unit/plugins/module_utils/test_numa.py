@@ -26,11 +26,11 @@ def layout(root):
 
 def homelab_workers(vcpus=16, memory_mb=131072, mappings=(("a100-0", "a100-1"), ("a100-2", "a100-3"),
                                                           ("a100-4", "a100-5"), ("a100-6", "a100-7"))):
-    return [{"name": "wk-gpu%d" % (i + 1), "vcpus": vcpus, "memory_mb": memory_mb,
+    return [{"name": f"wk-gpu{i + 1}", "vcpus": vcpus, "memory_mb": memory_mb,
              "gpus": [{"name": m, "address": HOMELAB_DEVICES[m]} for m in pair]} for i, pair in enumerate(mappings)]
 
 
-CONTROL_PLANES = [{"name": "cp%d" % i, "vcpus": 4, "memory_mb": 16384} for i in (1, 2, 3)]
+CONTROL_PLANES = [{"name": f"cp{i}", "vcpus": 4, "memory_mb": 16384} for i in (1, 2, 3)]
 
 
 def assert_disjoint(plan):
@@ -41,7 +41,7 @@ def assert_disjoint(plan):
             seen[cpu] = "host"
     for name, vm in plan["vms"].items():
         for cpu in vm["cpus"]:
-            assert cpu not in seen, "CPU %d given to %s and %s" % (cpu, seen[cpu], name)
+            assert cpu not in seen, f"CPU {cpu} given to {seen[cpu]} and {name}"
             seen[cpu] = name
         for core in vm["cores"]:
             assert set(core) <= set(vm["cpus"])
@@ -133,7 +133,7 @@ def test_homelab_two_socket_split_4_4():
     plan, problems = numa.plan_placement(topology, gpu_nodes, homelab_workers(), CONTROL_PLANES, hugepages="1G")
     assert problems == []
     vms = plan["vms"]
-    assert [vms["wk-gpu%d" % i]["node"] for i in (1, 2, 3, 4)] == [0, 0, 1, 1]
+    assert [vms[f"wk-gpu{i}"]["node"] for i in (1, 2, 3, 4)] == [0, 0, 1, 1]
     assert plan["nodes"][0]["host_cpus"] == "0-1,48-49" and plan["nodes"][1]["host_cpus"] == "24-25,72-73"
     assert vms["wk-gpu1"]["affinity"] == "2-9,50-57"
     assert vms["wk-gpu2"]["affinity"] == "10-17,58-65"
@@ -158,7 +158,7 @@ def test_all_gpus_on_one_socket_is_refused_with_what_to_change():
     topology, gpu_nodes = layout(TWO)
     one_socket = dict((address, 0) for address in gpu_nodes)
     plan, problems = numa.plan_placement(topology, one_socket, homelab_workers(), CONTROL_PLANES)
-    assert [plan["vms"]["wk-gpu%d" % i]["node"] for i in (1, 2, 3, 4)] == [0, 0, 0, 0]
+    assert [plan["vms"][f"wk-gpu{i}"]["node"] for i in (1, 2, 3, 4)] == [0, 0, 0, 0]
     cores = [p for p in problems if p.startswith("NUMA node 0 has 22 physical cores")]
     assert cores and "wk-gpu3 (16)" in cores[0] and "lower gpu_cluster_vm_cores" in cores[0]
     memory = [p for p in problems if p.startswith("NUMA node 0 has") and "of memory" in p]

@@ -33,4 +33,4 @@ def test_unreadable_cpu_list_fails_with_the_path(monkeypatch, tmp_path):
     online.write_text("garbage\n")
     kind, result = run_module(monkeypatch, {"sysfs_path": str(tmp_path)})
     assert kind is FailJson
-    assert result["msg"].startswith("Cannot read the NUMA layout under %s: not a CPU list" % tmp_path)
+    assert result["msg"].startswith(f"Cannot read the NUMA layout under {tmp_path}: not a CPU list")
