@@ -63,7 +63,8 @@ _value:
     - C(plan) (per VM - role, node, vcpus, cpus, affinity, memory_mb, gpus, hugepages; per node - host and free CPUs,
       memory left), C(problems) (list of messages; the plan is refused when not empty), C(table) (lines of text),
       C(tfvars) (terraform/proxmox C(placement) - affinity, host_node, hugepages per VM) and C(hugepages)
-      (C({size: {node: pages}}) to reserve on the host).
+      (C({size: {node: pages}}) to reserve on the host) and C(hugepages_missing) (one message per node whose
+      topology shows fewer reserved pages than that).
   type: dict
 """
 
@@ -122,6 +123,7 @@ def numa_placement(capture, groups, hostvars, proxmox_host):
         "table": placement_table(plan, proxmox_host),
         "tfvars": placement_tfvars(plan) if not problems else {},
         "hugepages": plan["hugepages"],
+        "hugepages_missing": _hugepage_shortfall(plan["hugepages"], topology),
     }
 
 

@@ -287,7 +287,7 @@ def _cores_for(free, vcpus):
 
 
 def _gib(mb):
-    return ("%.0f GiB" % (mb / 1024.0)) if mb % 1024 == 0 else "%d MiB" % mb
+    return ("%d GiB" % (mb // 1024)) if mb % 1024 == 0 else "%.1f GiB" % (mb / 1024.0)
 
 
 def plan_placement(topology, gpu_nodes, workers, control_planes, *, host_cores=DEFAULT_HOST_CORES,
