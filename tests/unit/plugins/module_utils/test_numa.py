@@ -154,6 +154,14 @@ def test_homelab_two_socket_split_4_4():
     assert tfvars["cp2"] == {"affinity": "42-43,90-91", "host_node": 1, "hugepages": ""}
 
 
+def test_docs_show_the_homelab_table():
+    """docs/performance.md prints exactly what the planner prints for the homelab."""
+    topology, gpu_nodes = layout(TWO)
+    plan, _problems = numa.plan_placement(topology, gpu_nodes, homelab_workers(), CONTROL_PLANES, hugepages="1G")
+    docs = (Path(__file__).resolve().parents[4] / "docs" / "performance.md").read_text()
+    assert "\n".join(numa.placement_table(plan, "pve1")) in docs
+
+
 def test_all_gpus_on_one_socket_is_refused_with_what_to_change():
     topology, gpu_nodes = layout(TWO)
     one_socket = dict((address, 0) for address in gpu_nodes)
