@@ -10,6 +10,7 @@ import json
 import os
 import shutil
 import subprocess
+import sys
 from pathlib import Path
 
 import pytest
@@ -135,3 +136,27 @@ def test_preflight_refuses_a_bad_setting(provision):
     assert done.returncode != 0 and calls == []
     assert "pve1: gpu_cluster_numa_hugepages is '1GB'; use none, 1G or 2M" in done.stdout + done.stderr
 
+
+
+def test_proxmox_host_refuses_before_the_role_touches_the_host(tmp_path):
+    """proxmox_host.yml plans too (it reserves the plan's huge pages): a refused plan stops the play
+    before vfio_passthrough runs. Preflight is off: the inventory is only what the phase reads."""
+    devices = [{"name": f"a100-{i}", "address": address} for i, address in enumerate(
+        ["0000:17:00.0", "0000:31:00.0", "0000:4b:00.0", "0000:65:00.0", "0000:98:00.0", "0000:b1:00.0"])]
+    inventory = {"all": {"vars": {"gpu_cluster_preflight": False}, "children": {
+        "proxmox_hosts": {"hosts": {"pvetest": {
+            "ansible_connection": "local", "ansible_python_interpreter": sys.executable, "ansible_become": False,
+            "gpu_cluster_gpu_pci_ids": ["10de:20b5"], "gpu_cluster_gpu_pci_devices": devices,
+            "gpu_cluster_numa_placement": True, "gpu_cluster_numa_topology_file": str(CAPTURE)}}},
+        "k3s_cluster": {"children": {"k3s_agents": {"children": {"gpu_workers": {"hosts": {
+            "wk-gpu1": {"gpu_cluster_gpu_pci_mappings": ["a100-0", "a100-4"], "gpu_cluster_vm_cores": 8},
+            "wk-gpu2": {"gpu_cluster_gpu_pci_mappings": ["a100-1", "a100-5"], "gpu_cluster_vm_cores": 8}}}}}}}}}}
+    (tmp_path / "hosts.yml").write_text(json.dumps(inventory))
+    env = dict(os.environ, ANSIBLE_CONFIG=str(REPO / "ansible.cfg"), ANSIBLE_INJECT_FACT_VARS="false", ANSIBLE_NOCOLOR="1")
+    done = subprocess.run([ANSIBLE_PLAYBOOK, "-i", str(tmp_path / "hosts.yml"), "playbooks/proxmox_host.yml"],
+                          cwd=REPO, env=env, capture_output=True, text=True, timeout=300, check=False)
+    out = done.stdout + done.stderr
+    assert done.returncode != 0, out
+    assert "NUMA placement on pvetest refused, 2 problem(s)" in out
+    assert "wk-gpu1: its GPUs sit on different NUMA nodes (a100-0 on node 0, a100-4 on node 1)" in out
+    assert "Detect the CPU vendor" not in out and "vfio_passthrough :" not in out
