@@ -59,12 +59,12 @@ EXAMPLES = r"""
 
 RETURN = r"""
 _value:
-  description:
-    - C(plan) (per VM - role, node, vcpus, cpus, affinity, memory_mb, gpus, hugepages; per node - host and free CPUs,
-      memory left), C(problems) (list of messages; the plan is refused when not empty), C(table) (lines of text),
-      C(tfvars) (terraform/proxmox C(placement) - affinity, host_node, hugepages per VM) and C(hugepages)
-      (C({size: {node: pages}}) to reserve on the host) and C(hugepages_missing) (one message per node whose
-      topology shows fewer reserved pages than that).
+  description: >-
+    C(plan) (per VM - role, node, vcpus, cpus, affinity, memory_mb, gpus, hugepages; per node - host and free CPUs,
+    memory left), C(problems) (list of messages; the plan is refused when not empty), C(table) (lines of text),
+    C(tfvars) (terraform/proxmox C(placement) - affinity, host_node, hugepages per VM), C(hugepages)
+    (size -> node -> pages to reserve on the host) and C(hugepages_missing) (one message per node whose
+    topology shows fewer reserved pages than that).
   type: dict
 """
 
