@@ -138,16 +138,18 @@ def test_preflight_refuses_a_bad_setting(provision):
 
 
 
-def test_proxmox_host_refuses_before_the_role_touches_the_host(tmp_path):
+@pytest.mark.parametrize("live", [False, True], ids=["captured", "live-sysfs"])
+def test_proxmox_host_refuses_before_the_role_touches_the_host(tmp_path, live):
     """proxmox_host.yml plans too (it reserves the plan's huge pages): a refused plan stops the play
-    before vfio_passthrough runs. Preflight is off: the inventory is only what the phase reads."""
+    before vfio_passthrough runs. Preflight is off: the inventory is only what the phase reads.
+    live: no captured file, so pci_gpu_facts reads this machine's own /sys (no NVIDIA GPU here)."""
     devices = [{"name": f"a100-{i}", "address": address} for i, address in enumerate(
         ["0000:17:00.0", "0000:31:00.0", "0000:4b:00.0", "0000:65:00.0", "0000:98:00.0", "0000:b1:00.0"])]
     inventory = {"all": {"vars": {"gpu_cluster_preflight": False}, "children": {
         "proxmox_hosts": {"hosts": {"pvetest": {
             "ansible_connection": "local", "ansible_python_interpreter": sys.executable, "ansible_become": False,
             "gpu_cluster_gpu_pci_ids": ["10de:20b5"], "gpu_cluster_gpu_pci_devices": devices,
-            "gpu_cluster_numa_placement": True, "gpu_cluster_numa_topology_file": str(CAPTURE)}}},
+            "gpu_cluster_numa_placement": True, **({} if live else {"gpu_cluster_numa_topology_file": str(CAPTURE)})}}},
         "k3s_cluster": {"children": {"k3s_agents": {"children": {"gpu_workers": {"hosts": {
             "wk-gpu1": {"gpu_cluster_gpu_pci_mappings": ["a100-0", "a100-4"], "gpu_cluster_vm_cores": 8},
             "wk-gpu2": {"gpu_cluster_gpu_pci_mappings": ["a100-1", "a100-5"], "gpu_cluster_vm_cores": 8}}}}}}}}}}
@@ -157,6 +159,10 @@ def test_proxmox_host_refuses_before_the_role_touches_the_host(tmp_path):
                           cwd=REPO, env=env, capture_output=True, text=True, timeout=300, check=False)
     out = done.stdout + done.stderr
     assert done.returncode != 0, out
-    assert "NUMA placement on pvetest refused, 2 problem(s)" in out
-    assert "wk-gpu1: its GPUs sit on different NUMA nodes (a100-0 on node 0, a100-4 on node 1)" in out
+    if live:
+        assert "TASK [Read the host's NUMA layout and GPUs]" in out
+        assert "wk-gpu1: GPU a100-0 (0000:17:00.0) is not in the host's topology" in out
+    else:
+        assert "NUMA placement on pvetest refused, 2 problem(s)" in out
+        assert "wk-gpu1: its GPUs sit on different NUMA nodes (a100-0 on node 0, a100-4 on node 1)" in out
     assert "Detect the CPU vendor" not in out and "vfio_passthrough :" not in out
