@@ -8,6 +8,7 @@ from pathlib import Path
 
 import pytest
 from ansible_collections.cps.gpu_cluster.plugins.module_utils import numa, pci_sysfs
+from ansible_collections.cps.gpu_cluster.plugins.module_utils.kernel_cmdline import iommu_args, merge_cmdline
 
 FIXTURES = Path(__file__).resolve().parents[3] / "fixtures" / "numa"
 TWO = FIXTURES / "two-socket-xeon-gold-6248r-8gpu"
@@ -308,3 +309,19 @@ def test_numa_problems_preflight():
     problems = numa.numa_problems(groups, off)
     assert any("set gpu_cluster_numa_placement: true" in p for p in problems)
     assert any(p.startswith("wk: gpu_cluster_vm_memory_mb 1500 is not a whole number of 1G huge pages") for p in problems)
+
+
+# ------------------------------------------- the command line vfio_passthrough writes
+@pytest.mark.parametrize(("current", "vendor", "reservation", "expected"), [
+    ("quiet amd_iommu=on", "intel", {"1G": {"0": 4, "1": 4}}, "quiet intel_iommu=on iommu=pt hugepagesz=1G hugepages=0:4,1:4"),
+    ("root=ZFS=rpool/ROOT/pve-1 boot=zfs hugepagesz=1G hugepages=16", "amd", {"2M": {"0": 512}},
+     "root=ZFS=rpool/ROOT/pve-1 boot=zfs amd_iommu=on iommu=pt hugepagesz=2M hugepages=0:512"),
+    ("quiet hugepagesz=2M hugepages=64", "intel", {}, "quiet hugepagesz=2M hugepages=64 intel_iommu=on iommu=pt"),
+])
+def test_role_command_line_reserves_and_is_stable(current, vendor, reservation, expected):
+    """configure_cmdline.yml: kernel_iommu_args + hugepage_kernel_args merged into the current line
+    (the molecule vfio_passthrough hosts' cases); merging again changes nothing."""
+    desired = iommu_args(vendor) + numa.hugepage_kernel_args(reservation)
+    merged = merge_cmdline(current, desired)
+    assert merged == expected
+    assert merge_cmdline(merged, desired) == merged
