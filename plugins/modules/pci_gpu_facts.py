@@ -9,11 +9,15 @@ __metaclass__ = type
 DOCUMENTATION = r"""
 ---
 module: pci_gpu_facts
-short_description: NVIDIA GPUs on the PCI bus, their drivers and IOMMU groups
+short_description: NVIDIA GPUs on the PCI bus, their drivers and IOMMU groups, and the host's NUMA layout
 version_added: 0.1.0
 description:
   - Reads sysfs (and optionally C(lspci -nnk)) and returns one entry per NVIDIA display or 3D
     controller with its ids, class, bound driver, IOMMU group (with every device in it) and NUMA node.
+  - Also returns the host's NUMA layout (C(host_numa)) from C(/sys/devices/system/node) and
+    C(/sys/devices/system/cpu) - nodes, their CPUs grouped into physical cores with their SMT
+    siblings, memory per node and the 1 GiB / 2 MiB huge pages reserved and free per node - which
+    the NUMA placement plan of the provision phase reads (docs/performance.md).
   - Works the same on a Proxmox VE host (are the GPUs bound to C(vfio-pci), is each IOMMU group
     viable) and inside a worker VM (are the passed-through GPUs visible, even with no NVIDIA driver).
   - Read-only; supports check mode.
@@ -64,6 +68,45 @@ ansible_facts:
       description: Same as the top-level C(iommu_enabled).
       type: bool
       returned: always
+    host_numa:
+      description:
+        - The host's NUMA layout, or null when the sysfs tree has no CPU topology (C(devices/system/cpu)).
+        - Save the module's result (C(ansible <host> -m cps.gpu_cluster.pci_gpu_facts --tree <dir>)) to
+          plan offline with C(gpu_cluster_numa_topology_file).
+      type: dict
+      returned: always
+      sample:
+        nodes:
+          - node: 0
+            cpus: [0, 1, 2, 3, 48, 49, 50, 51]
+            cores: [[0, 48], [1, 49], [2, 50], [3, 51]]
+            memory_mb: 515584
+            memory_free_mb: 509724
+            hugepages: {"1G": {total: 256, free: 256}, "2M": {total: 0, free: 0}}
+        sockets: 2
+        threads_per_core: 2
+        smt_active: true
+        cpus_online: 96
+      contains:
+        nodes:
+          description:
+            - One entry per NUMA node - C(node) number, C(cpus), C(cores) (each physical core as the
+              list of its SMT sibling CPUs), C(memory_mb) and C(memory_free_mb) (null when unknown),
+              C(hugepages) (C(1G) and C(2M) pools, each with C(total) and C(free) pages).
+          type: list
+          elements: dict
+        sockets:
+          description: CPU packages (sockets), or null when unknown.
+          type: int
+        threads_per_core:
+          description: The most SMT threads one core has (1 with SMT off).
+          type: int
+        smt_active:
+          description: Whether SMT (Hyper-Threading) is on.
+          type: bool
+        cpus_online:
+          description: Online CPUs in all nodes.
+          type: int
     pci_gpus:
       description: One entry per NVIDIA display or 3D controller, sorted by address.
       type: list
@@ -147,6 +190,7 @@ from ansible_collections.cps.gpu_cluster.plugins.module_utils.pci_sysfs import (
     parse_lspci_nnk,
     sysfs_path_problem,
 )
+from ansible_collections.cps.gpu_cluster.plugins.module_utils.numa import TopologyError, numa_facts
 
 
 def main():
@@ -172,10 +216,14 @@ def main():
         if rc != 0:
             module.fail_json(msg="lspci -nnk failed (rc=%d): %s" % (rc, err.strip()))
         gpus = merge_lspci(gpus, parse_lspci_nnk(out))
+    try:
+        numa = numa_facts(sysfs_path)
+    except (OSError, TopologyError) as exc:
+        module.fail_json(msg="Cannot read the NUMA layout under %s: %s" % (sysfs_path, exc))
     module.exit_json(
         changed=False,
         iommu_enabled=enabled,
-        ansible_facts={"pci_gpus": gpus, "iommu_enabled": enabled},
+        ansible_facts={"pci_gpus": gpus, "iommu_enabled": enabled, "host_numa": numa},
     )
 
 

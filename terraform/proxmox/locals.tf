@@ -20,6 +20,9 @@ locals {
       cores     = var.control_plane_size.cores
       memory_mb = var.control_plane_size.memory_mb
       disk_gb   = var.control_plane_size.disk_gb
+      # NUMA placement (docs/performance.md): pinned CPUs and the host node of the memory, or null.
+      affinity  = contains(keys(var.placement), name) ? var.placement[name].affinity : null
+      host_node = contains(keys(var.placement), name) ? var.placement[name].host_node : null
     }
   }
 
@@ -64,6 +67,11 @@ locals {
         [for m in local.gpu_worker_source[name].gpu_mappings : { mapping = m, id = null }],
         [for a in local.gpu_worker_source[name].gpu_addresses : { mapping = null, id = a }],
       )
+      # NUMA placement (docs/performance.md): pinned CPUs, the host node of the GPUs and the
+      # memory, and the huge page size (the plan's, else the module-wide hugepages), or null.
+      affinity  = contains(keys(var.placement), name) ? var.placement[name].affinity : null
+      host_node = contains(keys(var.placement), name) ? var.placement[name].host_node : null
+      hugepages = (contains(keys(var.placement), name) ? var.placement[name].hugepages : "") != "" ? var.placement[name].hugepages : (var.hugepages != "" ? var.hugepages : null)
     }
   }
 

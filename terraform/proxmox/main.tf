@@ -27,9 +27,23 @@ resource "proxmox_virtual_environment_vm" "control_plane" {
   }
 
   cpu {
-    type    = "host"
-    sockets = 1
-    cores   = each.value.cores
+    type     = "host"
+    sockets  = 1
+    cores    = each.value.cores
+    affinity = each.value.affinity
+    numa     = each.value.host_node != null
+  }
+
+  # NUMA placement (docs/performance.md): one guest node, its memory bound to the host node.
+  dynamic "numa" {
+    for_each = each.value.host_node != null ? [each.value.host_node] : []
+    content {
+      device    = "numa0"
+      cpus      = "0-${each.value.cores - 1}"
+      memory    = each.value.memory_mb
+      hostnodes = tostring(numa.value)
+      policy    = "bind"
+    }
   }
 
   memory {
@@ -112,15 +126,33 @@ resource "proxmox_virtual_environment_vm" "gpu_worker" {
   }
 
   cpu {
-    type    = "host"
-    sockets = 1
-    cores   = each.value.cores
+    type     = "host"
+    sockets  = 1
+    cores    = each.value.cores
+    affinity = each.value.affinity
+    numa     = each.value.host_node != null
   }
 
+  # NUMA placement (docs/performance.md): one guest node holding every vCPU and all memory,
+  # bound to the host node of the worker's GPUs.
+  dynamic "numa" {
+    for_each = each.value.host_node != null ? [each.value.host_node] : []
+    content {
+      device    = "numa0"
+      cpus      = "0-${each.value.cores - 1}"
+      memory    = each.value.memory_mb
+      hostnodes = tostring(numa.value)
+      policy    = "bind"
+    }
+  }
+
+  # 1 GiB pages are reserved at boot (vfio_passthrough): keep them when the VM stops, the
+  # kernel could not allocate them again once memory is fragmented.
   memory {
-    dedicated = each.value.memory_mb
-    floating  = 0
-    hugepages = var.hugepages != "" ? var.hugepages : null
+    dedicated      = each.value.memory_mb
+    floating       = 0
+    hugepages      = each.value.hugepages
+    keep_hugepages = each.value.hugepages == "1024"
   }
 
   agent {

@@ -103,6 +103,31 @@ variable "hugepages" {
   }
 }
 
+variable "placement" {
+  type = map(object({
+    affinity  = string
+    host_node = number
+    hugepages = optional(string, "")
+  }))
+  description = "NUMA placement per VM name (GPU worker or control plane), computed by the numa_placement planner (docs/performance.md): host CPUs the vCPUs are pinned to (cpu affinity, kernel list format), the host NUMA node the memory is bound to, and the huge page size of its memory (\"1024\", \"2\" or \"\"). Empty: no pinning."
+  default     = {}
+
+  validation {
+    condition     = alltrue([for p in values(var.placement) : can(regex("^[0-9]+(-[0-9]+)?(,[0-9]+(-[0-9]+)?)*$", p.affinity))])
+    error_message = "Every placement affinity must be a host CPU list such as 2-9,50-57 (the kernel's list format)."
+  }
+
+  validation {
+    condition     = alltrue([for p in values(var.placement) : p.host_node >= 0 && floor(p.host_node) == p.host_node])
+    error_message = "Every placement host_node must be a host NUMA node number (0, 1, ...)."
+  }
+
+  validation {
+    condition     = alltrue([for p in values(var.placement) : contains(["", "2", "1024"], p.hugepages)])
+    error_message = "Every placement hugepages must be \"1024\" (1 GiB), \"2\" (2 MiB) or \"\" (none)."
+  }
+}
+
 # ---------------------------------------------------------------------------
 # Cluster network and access
 # ---------------------------------------------------------------------------

@@ -11,6 +11,9 @@ import testinfra.utils.ansible_runner
 
 HOSTS = testinfra.utils.ansible_runner.AnsibleRunner(os.environ["MOLECULE_INVENTORY_FILE"]).get_hosts("all")
 VENDOR = {"vfio-grub-intel": "intel", "vfio-grub-amd": "amd", "vfio-sdboot-amd": "amd", "vfio-sdboot-intel": "intel"}
+# huge pages reserved per NUMA node (molecule.yml vfio_passthrough_hugepages); the stale
+# "hugepagesz=1G hugepages=16" prepared on vfio-sdboot-amd is replaced, not kept.
+HUGEPAGES = {"vfio-grub-intel": " hugepagesz=1G hugepages=0:4,1:4", "vfio-sdboot-amd": " hugepagesz=2M hugepages=0:512"}
 FILES = [
     "/etc/default/grub",
     "/etc/kernel/cmdline",
@@ -50,6 +53,7 @@ def test_kernel_cmdline_for_the_boot_loader_in_use(state):
     if "grub" in name:
         grub = files["/etc/default/grub"][1].splitlines()
         extra = " pcie_acs_override=downstream" if name == "vfio-grub-amd" else ""
+        extra += HUGEPAGES.get(name, "")
         assert [line for line in grub if line.startswith("GRUB_CMDLINE_LINUX_DEFAULT=")] == [
             f'GRUB_CMDLINE_LINUX_DEFAULT="quiet {vendor}_iommu=on iommu=pt{extra}"']
         assert 'GRUB_CMDLINE_LINUX=""' in grub and 'GRUB_DISTRIBUTOR="Proxmox VE"' in grub
@@ -57,7 +61,8 @@ def test_kernel_cmdline_for_the_boot_loader_in_use(state):
         assert calls(files).count("update-grub ") == 1
         assert not [call for call in calls(files) if call.startswith("proxmox-boot-tool refresh")]
     else:
-        assert files["/etc/kernel/cmdline"] == ("644", f"root=ZFS=rpool/ROOT/pve-1 boot=zfs {vendor}_iommu=on iommu=pt\n")
+        assert files["/etc/kernel/cmdline"] == (
+            "644", f"root=ZFS=rpool/ROOT/pve-1 boot=zfs {vendor}_iommu=on iommu=pt{HUGEPAGES.get(name, '')}\n")
         assert "/etc/default/grub" not in files
         assert calls(files).count("proxmox-boot-tool refresh") == 1
         assert not [call for call in calls(files) if call.startswith("update-grub")]

@@ -78,13 +78,19 @@ DEFAULTS = {
     "ssh_user": "debian", "presets": PRESETS, "control_plane_size": {}, "control_plane_count": 3,
     "control_planes": {}, "gpu_worker_count": 4, "gpu_worker_preset": "large", "gpu_pci_mappings": [],
     "gpu_workers": {}, "scratch_disk_serial": "scratch", "gpu_model": "NVIDIA A100 80GB PCIe",
-    "inventory_vars": {},
+    "inventory_vars": {}, "placement": {}, "hugepages": "",
 }
 CONTROL_PLANE_SIZE = {"cores": 4, "memory_mb": 16384, "disk_gb": 100}
 
 
 def coalesce(*values):
     return next(v for v in values if v is not None)
+
+
+def _placed(var: dict, name: str) -> dict:
+    """locals.tf's NUMA placement fields of one VM: pinned CPUs and host node, or None."""
+    placed = var["placement"].get(name)
+    return {"affinity": placed["affinity"] if placed else None, "host_node": placed["host_node"] if placed else None}
 
 
 def resolve(tfvars: dict) -> dict:
@@ -98,7 +104,7 @@ def resolve(tfvars: dict) -> dict:
     }
     control_planes = {
         name: {"ip": cp_source[name]["ip"], "vm_id": coalesce(cp_source[name].get("vm_id"), var["vm_id_base"] + 1 + index),
-               **cp_size}
+               **cp_size, **_placed(var, name)}
         for index, name in enumerate(sorted(cp_source))
     }
 
@@ -122,7 +128,10 @@ def resolve(tfvars: dict) -> dict:
             "gpu_mappings": list(source.get("gpu_mappings") or []),
             "gpu_devices": [{"mapping": m, "id": None} for m in source.get("gpu_mappings") or []]
             + [{"mapping": None, "id": a} for a in source.get("gpu_addresses") or []],
+            **_placed(var, name),
         }
+        placed_pages = var["placement"].get(name, {}).get("hugepages", "")
+        gpu_workers[name]["hugepages"] = placed_pages or var["hugepages"] or None
 
     extra = var["inventory_vars"]
     inventory_vars = {

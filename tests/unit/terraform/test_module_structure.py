@@ -109,7 +109,7 @@ def test_vm_hardware(vms, kind):
 
 
 def test_gpu_worker_passthrough(vms):
-    dynamic = vms["gpu_worker"]["dynamic"][0]
+    dynamic = {label: body for block in vms["gpu_worker"]["dynamic"] for label, body in block.items()}
     hostpci = dynamic['"hostpci"']
     assert hostpci["for_each"] == "${each.value.gpu_devices}"
     content = hostpci["content"][0]
@@ -117,7 +117,8 @@ def test_gpu_worker_passthrough(vms):
     assert content["mapping"] == "${hostpci.value.mapping}"
     assert content["id"] == "${hostpci.value.id}"
     assert (content["pcie"], content["rombar"], content["xvga"]) == (True, True, False)
-    assert "hostpci" not in vms["control_plane"] and "dynamic" not in vms["control_plane"]
+    assert "hostpci" not in vms["control_plane"]
+    assert '"hostpci"' not in {label for block in vms["control_plane"].get("dynamic", []) for label in block}
     precondition = vms["gpu_worker"]["lifecycle"][0]["precondition"][0]
     assert precondition["condition"] == "${length(each.value.gpu_devices) == each.value.gpus}"
 
