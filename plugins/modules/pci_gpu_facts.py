@@ -122,7 +122,9 @@ ansible_facts:
           type: list
           elements: dict
         group_foreign_devices:
-          description: Addresses in the group that are neither functions of this card nor PCI bridges (root or switch ports, class 0604, which VFIO accepts in a group).
+          description:
+            - Addresses in the group that are neither functions of this card nor PCI bridges
+              (root or switch ports, class 0604, which VFIO accepts in a group).
           type: list
           elements: str
         group_isolated:

@@ -30,9 +30,9 @@ EVEN_MESSAGE = "Put an odd number of hosts in k3s_servers (1 or 3 or 5) for an e
 
 def run_preflight(tmp_path, servers, agents=1):
     lines = ["[k3s_servers]"]
-    lines += ["srv%d ansible_connection=local gpu_cluster_node_name=srv%d" % (i, i) for i in range(1, servers + 1)]
+    lines += [f"srv{i} ansible_connection=local gpu_cluster_node_name=srv{i}" for i in range(1, servers + 1)]
     lines += ["[k3s_agents]"]
-    lines += ["wk%d ansible_connection=local gpu_cluster_node_name=wk%d" % (i, i) for i in range(1, agents + 1)]
+    lines += [f"wk{i} ansible_connection=local gpu_cluster_node_name=wk{i}" for i in range(1, agents + 1)]
     lines += ["[k3s_cluster:children]", "k3s_servers", "k3s_agents"]
     (tmp_path / "hosts.ini").write_text("\n".join(lines) + "\n")
     (tmp_path / "play.yml").write_text(PLAYBOOK)

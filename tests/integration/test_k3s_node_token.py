@@ -100,8 +100,8 @@ def test_initialised_server_without_a_readable_token_fails_instead_of_generating
 
 
 def test_initialised_server_refuses_a_different_k3s_token(tmp_path):
-    rc, output, token_file, seen = run_token(tmp_path, etcd=True, server_token=RUNNING,
-                                             stored=RUNNING, k3s_token="another-token-0123456789")
+    rc, output, token_file, _seen = run_token(tmp_path, etcd=True, server_token=RUNNING,
+                                              stored=RUNNING, k3s_token="another-token-0123456789")
     assert rc != 0, output
     assert "k3s_token differs from the token this cluster was initialised with" in output, output
     assert token_file.read_text().strip() == RUNNING

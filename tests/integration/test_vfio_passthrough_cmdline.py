@@ -38,7 +38,7 @@ def run_configure(tmp_path, *, bootloader, vendor="intel", extra_args=(), check=
     calls = tmp_path / "calls.log"
     for tool in ("proxmox-boot-tool", "update-grub"):
         stub = bin_dir / tool
-        stub.write_text('#!/bin/sh\necho "%s $*" >> %s\n' % (tool, calls))
+        stub.write_text(f'#!/bin/sh\necho "{tool} $*" >> {calls}\n')
         stub.chmod(0o755)
     (tmp_path / "play.yml").write_text(PLAYBOOK)
     extra = {
@@ -53,7 +53,7 @@ def run_configure(tmp_path, *, bootloader, vendor="intel", extra_args=(), check=
     }
     env = dict(os.environ, ANSIBLE_CONFIG=str(REPO / "ansible.cfg"), ANSIBLE_INJECT_FACT_VARS="false",
                ANSIBLE_NOCOLOR="1", ANSIBLE_LOCALHOST_WARNING="false",
-               PATH="%s:%s" % (bin_dir, os.environ.get("PATH", "")))
+               PATH=f"{bin_dir}:{os.environ.get('PATH', '')}")
     argv = [ANSIBLE_PLAYBOOK, "-i", "localhost,", "-c", "local", str(tmp_path / "play.yml"), "-e", json.dumps(extra)]
     if check:
         argv.append("--check")
