@@ -128,7 +128,26 @@ def crd_schemas(documents):
     return schemas
 
 
+def prune_nulls(value, schema):
+    """Drop null fields the schema does not declare nullable, as the API server does for custom
+    resources before it validates them (a chart's ``name: null`` default is no error there)."""
+    if isinstance(value, dict):
+        properties = (schema or {}).get("properties") or {}
+        extra = (schema or {}).get("additionalProperties")
+        result = {}
+        for key, item in value.items():
+            sub = properties.get(key, extra if isinstance(extra, dict) else {})
+            if item is None and not (sub or {}).get("nullable"):
+                continue
+            result[key] = prune_nulls(item, sub)
+        return result
+    if isinstance(value, list):
+        return [prune_nulls(item, (schema or {}).get("items") or {}) for item in value]
+    return value
+
+
 def validate_custom(doc, schema):
+    doc = prune_nulls(doc, schema)
     errors = sorted(jsonschema.Draft7Validator(schema).iter_errors(doc), key=lambda e: list(e.path))
     return [f"{error.message} at {'/'.join(str(p) for p in error.path)}" for error in errors]
 
