@@ -128,9 +128,10 @@ def crd_schemas(documents):
     return schemas
 
 
-def prune_nulls(value, schema):
-    """Drop null fields the schema does not declare nullable, as the API server does for custom
-    resources before it validates them (a chart's ``name: null`` default is no error there)."""
+def as_stored(value, schema):
+    """A custom resource as the API server validates it: null fields the schema does not declare
+    nullable are dropped, and missing fields with a schema ``default`` are defaulted (a chart's
+    ``name: null`` or an omitted ``defaultRuntime`` that has a default is no error there)."""
     if isinstance(value, dict):
         properties = (schema or {}).get("properties") or {}
         extra = (schema or {}).get("additionalProperties")
@@ -139,15 +140,18 @@ def prune_nulls(value, schema):
             sub = properties.get(key, extra if isinstance(extra, dict) else {})
             if item is None and not (sub or {}).get("nullable"):
                 continue
-            result[key] = prune_nulls(item, sub)
+            result[key] = as_stored(item, sub)
+        for key, sub in properties.items():
+            if key not in result and "default" in sub:
+                result[key] = copy.deepcopy(sub["default"])
         return result
     if isinstance(value, list):
-        return [prune_nulls(item, (schema or {}).get("items") or {}) for item in value]
+        return [as_stored(item, (schema or {}).get("items") or {}) for item in value]
     return value
 
 
 def validate_custom(doc, schema):
-    doc = prune_nulls(doc, schema)
+    doc = as_stored(doc, schema)
     errors = sorted(jsonschema.Draft7Validator(schema).iter_errors(doc), key=lambda e: list(e.path))
     return [f"{error.message} at {'/'.join(str(p) for p in error.path)}" for error in errors]
 
@@ -194,6 +198,25 @@ def validation_problems(docs, crds, k8s_version):
     return problems
 
 
+# Defects of a pinned upstream chart that the strict validation finds: (chart dir, words of the
+# problem) -> why it is accepted. Each must still be found (else remove it), nothing else passes.
+KNOWN_UPSTREAM_DEFECTS = {
+    ("gpu-operator-v25.10.1", "Job gpu-operator-node-feature-discovery-prune: Additional properties are not allowed "
+                              "('resources' was unexpected) at ['spec', 'template', 'spec']"):
+        "node-feature-discovery v0.18.2's post-delete-job.yaml puts the container's resources at the pod spec level "
+        "(fixed in 0.19.0, the subchart of v26.7.0); the API server drops the unknown field with a warning. Only the "
+        "legacy render (the seed's operator) has it.",
+}
+
+
+def without_known_defects(chart_dir, problems):
+    known = [words for (chart, words) in KNOWN_UPSTREAM_DEFECTS if chart == chart_dir]
+    for words in known:
+        assert any(words in problem for problem in problems), (
+            f"{chart_dir} no longer has the known defect {words!r}: remove it from KNOWN_UPSTREAM_DEFECTS")
+    return [problem for problem in problems if not any(words in problem for words in known)]
+
+
 def render_row(rendered, render, bundle):
     chart_dir, namespace = CHARTS[(render, bundle)]
     fleet = rendered[render][bundle]
@@ -219,7 +242,8 @@ def test_every_helm_bundle_has_a_row(rendered):
 def test_chart_renders_strict_valid(rendered, render, bundle):
     docs, crds = render_row(rendered, render, bundle)
     assert docs, f"{bundle}: the chart rendered nothing"
-    assert validation_problems(docs, crds, RENDERS[render][1]) == []
+    problems = validation_problems(docs, crds, RENDERS[render][1])
+    assert without_known_defects(CHARTS[(render, bundle)][0], problems) == []
 
 
 def test_gpu_operator_clusterpolicy_is_checked_against_the_full_crd(rendered):
