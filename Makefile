@@ -92,3 +92,7 @@ lab-destroy: ## tear the lab down
 
 clean: lab-destroy
 	rm -rf $(VENV) collections build .ansible .pytest_cache .tiers.log
+
+.PHONY: mutants
+mutants: deps ## mutation testing of plugins/module_utils/ (slow; not in make test): MUTANTS_FILES="phase k3s"
+	bash scripts/mutants.sh

@@ -15,6 +15,23 @@ done
 if ! "${PYTHON:-python3}" -c 'import ensurepip' >/dev/null 2>&1; then
   need+=(python3-venv)
 fi
+# terraform (or OpenTofu's tofu) for the `terraform console` cross-check of the unit tier
+# (tests/unit/terraform/test_terraform_console.py fails without one). Debian ships neither and
+# no PyPI/npm package carries a current one: install it where an apt source offers it (the
+# HashiCorp or OpenTofu apt repository), else say how.
+if ! command -v terraform >/dev/null 2>&1 && ! command -v tofu >/dev/null 2>&1; then
+  tf_pkg=""
+  for pkg in terraform tofu; do
+    if apt-cache policy "$pkg" 2>/dev/null | grep -q 'Candidate: [0-9]'; then tf_pkg=$pkg; break; fi
+  done
+  if [ -n "$tf_pkg" ]; then
+    need+=("$tf_pkg")
+  else
+    echo "install-host-deps: no terraform/tofu binary and no apt source offers one: add the HashiCorp (or OpenTofu)" \
+      "apt repository or put terraform >= 1.5 in /usr/local/bin, or the terraform console tests fail" \
+      "(GPU_CLUSTER_TERRAFORM_CONSOLE=skip skips them on purpose)" >&2
+  fi
+fi
 [ ${#need[@]} -gt 0 ] || exit 0
 
 if ! command -v apt-get >/dev/null 2>&1; then

@@ -15,6 +15,8 @@ import re
 NVIDIA_VENDOR_ID = "10de"
 # PCI base class 0x03: display controllers (0300 VGA, 0302 3D controller).
 DISPLAY_BASE_CLASS = "03"
+# PCI class 0604: PCI-to-PCI bridge (root ports, switch ports; NVSwitch is 0680, an endpoint).
+PCI_BRIDGE_CLASS = "0604"
 CLASS_NAMES = {
     "0300": "VGA compatible controller",
     "0302": "3D controller",
@@ -125,6 +127,11 @@ def is_nvidia_gpu(device):
     return device.get("vendor_id") == NVIDIA_VENDOR_ID and (device.get("class") or "").startswith(DISPLAY_BASE_CLASS)
 
 
+def is_pci_bridge(device):
+    """A PCI-to-PCI bridge (class 0604: PCIe root port, switch port): allowed in a GPU's IOMMU group."""
+    return (device.get("class") or "") == PCI_BRIDGE_CLASS
+
+
 def _group_member(device):
     return {key: device[key] for key in ("address", "vendor_id", "device_id", "class", "class_name", "driver")}
 
@@ -149,7 +156,8 @@ def gpu_facts(sysfs_path):
     """``(pci_gpus, iommu_enabled)`` for a sysfs tree.
 
     Each GPU lists every device of its IOMMU group (``group_devices``) and, in
-    ``group_foreign_devices``, those that are not a function of the same card: a
+    ``group_foreign_devices``, those that are not a function of the same card nor a PCI
+    bridge (a root or switch port, which the host keeps and VFIO accepts in a group): a
     non-empty list means the group cannot be passed to a VM as it is.
     """
     groups = iommu_groups(sysfs_path)
@@ -163,7 +171,8 @@ def gpu_facts(sysfs_path):
         group_devices = [
             _group_member(devices.get(member) or read_pci_device(sysfs_path, member)) for member in members
         ]
-        foreign = [member["address"] for member in group_devices if slot_of(member["address"]) != slot_of(address)]
+        foreign = [member["address"] for member in group_devices
+                   if slot_of(member["address"]) != slot_of(address) and not is_pci_bridge(member)]
         entry = dict(device)
         entry["functions"] = sorted(other for other in devices if slot_of(other) == slot_of(address))
         entry["group_devices"] = group_devices

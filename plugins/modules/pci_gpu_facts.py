@@ -165,11 +165,13 @@ ansible_facts:
           type: list
           elements: dict
         group_foreign_devices:
-          description: Addresses in the group that are not functions of this card.
+          description:
+            - Addresses in the group that are neither functions of this card nor PCI bridges
+              (root or switch ports, class 0604, which VFIO accepts in a group).
           type: list
           elements: str
         group_isolated:
-          description: True when the group holds only this card's functions.
+          description: True when the group holds only this card's functions and PCI bridges.
           type: bool
         name:
           description: The device name from lspci (only with I(use_lspci)).

@@ -346,3 +346,27 @@ def test_real_node_with_exponent_and_milli_quantities(t4):
     assert summarize_node(node)["errors"] == [
         "node wk-gpu1 reports a malformed allocatable quantity for nvidia.com/gpu: '1500m' is 1.5, "
         "not a whole number of devices"]
+
+
+@pytest.mark.parametrize("zero", ["0", "0m", 0])
+def test_gpu_labelled_node_advertising_zero_gpus_is_flagged(t4, zero):
+    """The device plugin registered the resource but offers none (allocatable "0"): still a
+    shortfall, with no per-node or total expectation to catch it otherwise (issue 19)."""
+    node = worker(t4, "wk-gpu4")
+    node["status"]["allocatable"][GPU] = zero
+    node["metadata"]["labels"] = {"gpu": "true", "kubernetes.io/hostname": "wk-gpu4"}
+    result = evaluate([node])
+    assert result["nodes"][0]["allocatable"] == {GPU: 0}
+    assert result["nodes"][0]["capacity"] == {GPU: 2}
+    assert result["shortfalls"] == [
+        "node wk-gpu4 is labelled gpu=true but advertises no allocatable GPU resource "
+        "(is the GPU Operator's device plugin running there?)",
+    ]
+
+
+def test_gpu_labelled_node_with_one_of_two_resources_at_zero_is_fine(t4, mig_mixed):
+    """Only a node offering no GPU resource at all is flagged: a zero next to a non-zero is not."""
+    node = worker(t4, "wk-gpu5")
+    node["status"]["allocatable"]["nvidia.com/mig-1g.5gb"] = "0"
+    node["metadata"]["labels"] = {"gpu": "true"}
+    assert evaluate([node])["shortfalls"] == []

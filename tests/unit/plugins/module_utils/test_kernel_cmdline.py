@@ -54,3 +54,15 @@ def test_proxmox_boot_tool_loader():
     assert kc.proxmox_boot_tool_loader(STATUS_UEFI) == "systemd-boot"
     assert kc.proxmox_boot_tool_loader(STATUS_GRUB) == "grub"
     assert kc.proxmox_boot_tool_loader("E: /etc/kernel/proxmox-boot-uuids does not exist.") is None
+
+
+def test_merge_drops_a_repeated_desired_token_and_keeps_what_follows():
+    """Killed mutant (make mutants): the duplicate is skipped, the loop goes on to later tokens."""
+    assert kc.merge_cmdline("intel_iommu=on intel_iommu=on quiet splash", ["intel_iommu=on", "iommu=pt"]) == \
+        "intel_iommu=on quiet splash iommu=pt"
+
+
+def test_grub_cmdline_takes_the_last_assignment():
+    """/etc/default/grub is sourced by a shell: the last GRUB_CMDLINE_LINUX_DEFAULT wins."""
+    text = 'GRUB_CMDLINE_LINUX_DEFAULT="quiet"\nGRUB_CMDLINE_LINUX_DEFAULT="quiet splash nomodeset"\n'
+    assert kc.grub_cmdline(text) == "quiet splash nomodeset"

@@ -50,6 +50,28 @@ def test_gpu_sharing_group_with_bridge_neighbour(tree):
     assert nic["driver"] == "igb" and nic["class"] == "0200"
 
 
+def test_bridge_in_group_is_fine_endpoint_on_same_bus_other_slot_is_not(tree):
+    """Group 20: GPU + its PCIe root port (a bridge the host keeps) is isolated; group 21: GPU +
+    a NIC on the same bus (43) in another slot (01) is not (issue 19)."""
+    gpus, _enabled = pci_sysfs.gpu_facts(tree("host_group_bridge_and_slot"))
+    by_address = {g["address"]: g for g in gpus}
+    assert sorted(by_address) == ["0000:41:00.0", "0000:43:00.0"]
+    behind_port = by_address["0000:41:00.0"]
+    assert [d["address"] for d in behind_port["group_devices"]] == ["0000:40:01.1", "0000:41:00.0", "0000:41:00.1"]
+    assert behind_port["group_foreign_devices"] == []
+    assert behind_port["group_isolated"] is True
+    same_bus = by_address["0000:43:00.0"]
+    assert same_bus["functions"] == ["0000:43:00.0", "0000:43:00.1"]
+    assert same_bus["group_foreign_devices"] == ["0000:43:01.0"]
+    assert same_bus["group_isolated"] is False
+
+
+@pytest.mark.parametrize("pci_class, bridge", [("0604", True), ("0680", False), ("0600", False), ("0300", False), (None, False)])
+def test_is_pci_bridge(pci_class, bridge):
+    """Only PCI-to-PCI bridges (root/switch ports) are allowed; NVSwitch (0680) is an endpoint."""
+    assert pci_sysfs.is_pci_bridge({"class": pci_class}) is bridge
+
+
 def test_vm_with_gpus_bound_to_nvidia(tree):
     gpus, enabled = pci_sysfs.gpu_facts(tree("vm_gpus_nvidia"))
     assert enabled is False

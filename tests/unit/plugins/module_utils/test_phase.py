@@ -57,3 +57,16 @@ def test_command_failure_keeps_the_error_and_drops_the_token():
 def test_command_failure_without_output():
     assert phase.command_failure({}, ["x"]) == "the command failed"
     assert phase.command_failure(None, ["x"], "terraform plan") == "terraform plan failed"
+
+
+def test_defaults_are_outside_a_lab_and_not_switched_off():
+    """Killed mutants (make mutants): a reason with the defaults fails, it is not skipped."""
+    assert phase.cannot_run_status("no kubeconfig") == phase.FAIL
+    assert phase.cannot_run_status("no kubeconfig", lab=True) == phase.SKIPPED
+    assert phase.cannot_run_status("no kubeconfig", switched_off=True) == phase.SKIPPED
+    assert phase.phase_gate("no kubeconfig", "verify")["status"] == phase.FAIL
+
+
+def test_redact_turns_any_value_into_text():
+    assert phase.redact(42, []) == "42"
+    assert phase.redact(["s3cr3t-token"], ["s3cr3t-token"]) == "['<redacted>']"
