@@ -32,10 +32,6 @@ FULL = "K10" + f"{48879:064x}" + "::server:{secret}"
 
 pytestmark = [
     pytest.mark.skipif(not INVENTORY, reason="SKIPPED day-2: run through molecule (MOLECULE_INVENTORY_FILE)"),
-    # Opt-in for now: after the merge with the CIS/node-name work the snapshot-failure case failed once
-    # and the file adds ~15 minutes to make test (issue 11 stays open until both are fixed).
-    pytest.mark.skipif(os.environ.get("GPU_CLUSTER_K3S_DAY2_TESTS") != "1",
-                       reason="SKIPPED day-2 cases: set GPU_CLUSTER_K3S_DAY2_TESTS=1 to run them (issue 11, open)"),
 ]
 
 
