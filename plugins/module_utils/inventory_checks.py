@@ -25,6 +25,7 @@ from ansible.module_utils.six.moves.urllib.parse import urlsplit
 
 from ansible_collections.cps.gpu_cluster.plugins.module_utils.components import GPU_OPERATOR_SUPPORTED_VERSIONS
 from ansible_collections.cps.gpu_cluster.plugins.module_utils.vllm import llm_problems
+from ansible_collections.cps.gpu_cluster.plugins.module_utils.management import management_inventory_problems
 
 K3S_MIN_VERSION = (1, 31, 6)
 _NUM = r"(0|[1-9][0-9]*)"
@@ -1001,6 +1002,7 @@ def inventory_problems(groups, hostvars, role_specs=None):
     problems.extend(proxmox_problems)
     problems.extend(_guarded(_check_gpu_workers, groups, hostvars, devices))
     problems.extend(_guarded(llm_problems, groups, hostvars))
+    problems.extend(_guarded(management_inventory_problems, groups, hostvars))
     return problems
 
 

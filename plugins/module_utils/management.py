@@ -23,6 +23,7 @@ from the GitRepo and the path.
 from __future__ import (absolute_import, division, print_function)
 __metaclass__ = type
 
+import base64
 import copy
 import re
 
@@ -57,6 +58,7 @@ BUNDLE_DEPENDENCIES = {
     "nfs-subdir-external-provisioner": [],
     "gpu-operator": [],
     "cert-manager": [],
+    "cluster-ca": ["cert-manager"],
 }
 GPU_PROVIDER = "gpu-operator"
 CERT_MANAGER = "cert-manager"
@@ -81,7 +83,7 @@ def rancher_replicas(servers):
     return 3 if int(servers) >= 3 else 1
 
 
-def rancher_values(hostname, servers, tls_source="rancher", ingress_class="traefik",
+def rancher_values(hostname, servers, *, tls_source="rancher", ingress_class="traefik",
                    letsencrypt_email="", extra=None):
     """Rancher chart values. No bootstrap password: Rancher reads it from the ``bootstrap-secret``
     Secret the role creates (so it is in no values file and no Fleet bundle)."""
@@ -119,31 +121,65 @@ def fleet_values(extra=None):
 
 # ---------------------------------------------------------------- components
 
-def management_components(mode, cert_manager_chart, main_chart, main_values, cert_manager_chart_values,
-                          fleet_crd_chart=None):
-    """The management components in install order.
+PRIVILEGED_LABELS = {"pod-security.kubernetes.io/%s" % mode: "privileged" for mode in ("enforce", "audit", "warn")}
+RESTRICTED_LABELS = {"pod-security.kubernetes.io/%s" % mode: "restricted" for mode in ("enforce", "audit", "warn")}
 
-    ``mode`` ``rancher``: cert-manager then rancher. ``fleet``: cert-manager, fleet-crd, fleet.
-    Each chart is ``{repo, name, version, release, namespace}``.
+
+def management_components(settings):
+    """The management components in install order, from the role's settings (a dict)::
+
+        mode: rancher | fleet
+        cluster_ca: true                 # the cluster-ca component (self-signed root, CA ClusterIssuer)
+        servers: 3                       # k3s servers: HA (>= 3) gets 3 Rancher replicas
+        ingress_class: traefik
+        cert_manager: {repo, version, namespace, values}
+        rancher: {repo, version, hostname, tls_source, letsencrypt_email, values}
+        fleet: {repo, version, namespace, values}
+
+    ``rancher``: cert-manager, cluster-ca, rancher. ``fleet``: cert-manager, cluster-ca, fleet-crd, fleet. cert-manager's
+    namespace is ``restricted`` (its pods meet it); Rancher's and Fleet's are ``privileged``
+    (Rancher's hardening guide exempts them from Pod Security admission).
     """
+    mode = settings.get("mode")
     if mode not in MODES:
         raise ValueError("gpu_cluster_management_mode %r must be one of %s" % (mode, ", ".join(MODES)))
-    components = [_chart_component("cert-manager", cert_manager_chart, cert_manager_chart_values)]
+    servers = int(settings.get("servers") or 1)
+    cm = settings.get("cert_manager") or {}
+    components = [{
+        "name": "cert-manager", "namespace": cm.get("namespace") or "cert-manager",
+        "namespace_labels": dict(RESTRICTED_LABELS),
+        "chart": {"repo": cm.get("repo"), "name": "cert-manager", "version": cm.get("version"),
+                  "release": "cert-manager",
+                  "values": cert_manager_values(2 if servers >= 3 else 1, cm.get("values"))},
+    }]
+    if settings.get("cluster_ca", True):
+        # The cluster's own CA (self-signed root, CA ClusterIssuer): a separate bundle, since its
+        # objects need cert-manager's CRDs and webhook, which the cert-manager bundle brings.
+        components.append({"name": "cluster-ca", "namespace": components[0]["namespace"],
+                           "manifests": [self_signed_issuer(), *ca_certificate(namespace=components[0]["namespace"])]})
     if mode == "rancher":
-        components.append(_chart_component("rancher", main_chart, main_values))
+        rancher = settings.get("rancher") or {}
+        components.append({
+            "name": "rancher", "namespace": RANCHER_NAMESPACE, "namespace_labels": dict(PRIVILEGED_LABELS),
+            "chart": {"repo": rancher.get("repo"), "name": "rancher", "version": rancher.get("version"),
+                      "release": "rancher",
+                      "values": rancher_values(rancher.get("hostname"), servers,
+                                               tls_source=rancher.get("tls_source") or "rancher",
+                                               ingress_class=settings.get("ingress_class") or "",
+                                               letsencrypt_email=rancher.get("letsencrypt_email") or "",
+                                               extra=rancher.get("values"))},
+        })
     else:
-        components.append(_chart_component("fleet-crd", fleet_crd_chart or {}, {}))
-        components.append(_chart_component("fleet", main_chart, main_values))
+        fleet = settings.get("fleet") or {}
+        namespace = fleet.get("namespace") or "cattle-fleet-system"
+        for name, values in (("fleet-crd", {}), ("fleet", fleet_values(fleet.get("values")))):
+            component = {"name": name, "namespace": namespace,
+                         "chart": {"repo": fleet.get("repo"), "name": name, "version": fleet.get("version"),
+                                   "release": name, "values": values}}
+            if name == "fleet-crd":
+                component["namespace_labels"] = dict(PRIVILEGED_LABELS)
+            components.append(component)
     return components
-
-
-def _chart_component(name, chart, values):
-    chart = dict(chart or {})
-    namespace = chart.pop("namespace", name)
-    chart["values"] = copy.deepcopy(values or {})
-    chart.setdefault("name", name)
-    chart.setdefault("release", name)
-    return {"name": name, "namespace": namespace, "chart": chart}
 
 
 def fleet_bundled_components(components):
@@ -199,6 +235,8 @@ def git_credentials_secret(name, *, username="", password="", ssh_private_key=""
     """The Secret the GitRepo's ``clientSecretName`` names: basic-auth (user + token) or ssh-auth.
 
     Built only for the cluster (``kubernetes.core.k8s`` with ``no_log``); never rendered to disk.
+    Values go in ``data`` (base64), not ``stringData``: applied without server-side apply, so no
+    last-applied annotation copies them, and a second run compares equal (idempotent).
     """
     if ssh_private_key and (username or password):
         raise ValueError("set either gpu_cluster_fleet_git_ssh_private_key or gpu_cluster_fleet_git_username/"
@@ -209,12 +247,12 @@ def git_credentials_secret(name, *, username="", password="", ssh_private_key=""
         if known_hosts:
             data["known_hosts"] = known_hosts
         return {"apiVersion": "v1", "kind": "Secret", "type": "kubernetes.io/ssh-auth",
-                "metadata": meta, "stringData": data}
+                "metadata": meta, "data": _b64(data)}
     if not (username and password):
         raise ValueError("a Git credentials Secret needs gpu_cluster_fleet_git_username and "
                          "gpu_cluster_fleet_git_password (a token), or gpu_cluster_fleet_git_ssh_private_key")
     return {"apiVersion": "v1", "kind": "Secret", "type": "kubernetes.io/basic-auth",
-            "metadata": meta, "stringData": {"username": username, "password": password}}
+            "metadata": meta, "data": _b64({"username": username, "password": password})}
 
 
 def bootstrap_password_secret(password, namespace=RANCHER_NAMESPACE):
@@ -224,7 +262,7 @@ def bootstrap_password_secret(password, namespace=RANCHER_NAMESPACE):
                          "12 characters (Rancher's minimum password length)")
     return {"apiVersion": "v1", "kind": "Secret", "type": "Opaque",
             "metadata": {"name": RANCHER_BOOTSTRAP_SECRET, "namespace": namespace},
-            "stringData": {"bootstrapPassword": password}}
+            "data": _b64({"bootstrapPassword": password})}
 
 
 def tls_secret(certificate, key, namespace=RANCHER_NAMESPACE, name=RANCHER_TLS_SECRET):
@@ -234,7 +272,7 @@ def tls_secret(certificate, key, namespace=RANCHER_NAMESPACE, name=RANCHER_TLS_S
                          "(a certificate chain and its private key)")
     return {"apiVersion": "v1", "kind": "Secret", "type": "kubernetes.io/tls",
             "metadata": {"name": name, "namespace": namespace},
-            "stringData": {"tls.crt": certificate, "tls.key": key}}
+            "data": _b64({"tls.crt": certificate, "tls.key": key})}
 
 
 def self_signed_issuer(name="gpu-cluster-selfsigned"):
@@ -325,8 +363,8 @@ def bundle_dependencies(component, present):
     users. Absent ones are left out."""
     name = component["name"]
     by_name = {}
-    for other in present or []:
-        other = {"name": other} if isinstance(other, str) else other
+    for entry in present or []:
+        other = {"name": entry} if isinstance(entry, str) else entry
         if other.get("name") != name and (other["name"] not in by_name or len(other) > 1):
             by_name[other["name"]] = other
     wanted = set(BUNDLE_DEPENDENCIES.get(name, []))
@@ -401,9 +439,9 @@ def _cycles(edges):
         state[node] = 1
         for nxt in sorted(edges.get(node, ())):
             if state.get(nxt) == 1:
-                found.append(path[path.index(nxt):] + [nxt])
+                found.append([*path[path.index(nxt):], nxt])
             elif not state.get(nxt):
-                visit(nxt, path + [nxt])
+                visit(nxt, [*path, nxt])
         state[node] = 2
 
     for node in sorted(edges):
@@ -433,25 +471,75 @@ def install_order(bundles):
 
 # ---------------------------------------------------------------- helpers
 
-def management_problems(enabled, mode, cluster, rancher_hostname="", tls_source="rancher",
-                        letsencrypt_email="", bootstrap_password="", fleet_repo="", fleet_branch="main",
-                        polling_interval="60s", tls_certificate="", tls_key=""):
-    """Every problem of the management settings of an inventory (empty when off or usable)."""
-    if not _flag(enabled):
+def management_problems(settings, secrets_needed=True):
+    """Every problem of the management settings (empty when switched off or usable), each naming the
+    inventory variable to change. ``settings`` holds no secret, only what is set::
+
+        enabled, mode, cluster, rancher_hostname, tls_source, letsencrypt_email,
+        bootstrap_password_length, tls_pair_set, gitrepo_url, gitrepo_branch, gitrepo_name,
+        polling_interval, git_basic_auth_set, git_ssh_key_set
+
+    ``secrets_needed`` false (preflight of the whole inventory, render.yml) leaves out the checks
+    of the vaulted values, which only the phase that writes them needs.
+    """
+    if not _flag(settings.get("enabled")):
         return []
     problems = []
+    mode = settings.get("mode")
     if mode not in MODES:
         problems.append("gpu_cluster_management_mode %r must be one of %s" % (mode, ", ".join(MODES)))
     if mode == "rancher":
-        problems.extend(rancher_problems(rancher_hostname, tls_source, letsencrypt_email))
-        if not bootstrap_password or len(str(bootstrap_password)) < 12:
+        tls_source = settings.get("tls_source") or "rancher"
+        problems.extend(rancher_problems(settings.get("rancher_hostname"), tls_source,
+                                         settings.get("letsencrypt_email") or ""))
+        if secrets_needed and int(settings.get("bootstrap_password_length") or 0) < 12:
             problems.append("gpu_cluster_rancher_bootstrap_password must be set (vaulted, at least 12 characters)")
-        if tls_source == "secret" and not (tls_certificate and tls_key):
+        if secrets_needed and tls_source == "secret" and not _flag(settings.get("tls_pair_set")):
             problems.append("gpu_cluster_rancher_tls_source secret needs gpu_cluster_rancher_tls_certificate "
                             "and gpu_cluster_rancher_tls_key (vaulted PEM)")
-    if fleet_repo:
-        problems.extend(gitrepo_problems(fleet_repo, fleet_branch, cluster, polling_interval))
+    if settings.get("gitrepo_url"):
+        problems.extend(gitrepo_problems(settings.get("gitrepo_url"), settings.get("gitrepo_branch"),
+                                         settings.get("cluster"), settings.get("polling_interval") or "60s",
+                                         settings.get("gitrepo_name") or "cluster-maintenance"))
+        if _flag(settings.get("git_basic_auth_set")) and _flag(settings.get("git_ssh_key_set")):
+            problems.append("set either gpu_cluster_fleet_git_ssh_private_key or gpu_cluster_fleet_git_username/"
+                            "gpu_cluster_fleet_git_password, not both")
+    elif not settings.get("cluster"):
+        problems.append("gpu_cluster_name must be set")
     return problems
+
+
+INVENTORY_SETTINGS = {
+    "enabled": "gpu_cluster_management_enabled",
+    "mode": "gpu_cluster_management_mode",
+    "cluster": "gpu_cluster_name",
+    "rancher_hostname": "gpu_cluster_rancher_hostname",
+    "tls_source": "gpu_cluster_rancher_tls_source",
+    "letsencrypt_email": "gpu_cluster_rancher_letsencrypt_email",
+    "gitrepo_url": "gpu_cluster_fleet_repo",
+    "gitrepo_branch": "gpu_cluster_fleet_branch",
+    "gitrepo_name": "gpu_cluster_fleet_gitrepo_name",
+    "polling_interval": "gpu_cluster_fleet_polling_interval",
+}
+INVENTORY_DEFAULTS = {"mode": "rancher", "tls_source": "rancher", "gitrepo_branch": "main",
+                      "gitrepo_name": "cluster-maintenance", "polling_interval": "60s"}
+
+
+def management_inventory_problems(groups, hostvars):
+    """Preflight of the whole inventory: the management settings' shape (no vaulted value is read)."""
+    hosts = list((groups or {}).get("all") or []) + sorted(hostvars or {})
+    settings = dict(INVENTORY_DEFAULTS)
+    for key, name in INVENTORY_SETTINGS.items():
+        for host in hosts:
+            variables = (hostvars or {}).get(host) or {}
+            if name in variables:
+                settings[key] = variables[name]
+                break
+    return management_problems(settings, secrets_needed=False)
+
+
+def _b64(data):
+    return {key: base64.b64encode(str(value).encode("utf-8")).decode("ascii") for key, value in data.items()}
 
 
 def _plain(node):
