@@ -40,4 +40,5 @@ class FilterModule(object):
             "fleet_ordered_component": _wrap(management.ordered_component),
             "fleet_bundle_order_problems": _wrap(management.bundle_order_problems),
             "management_problems": _wrap(management.management_problems),
+            "mask_secrets": _wrap(management.mask_secrets),
         }

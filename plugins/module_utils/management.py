@@ -538,6 +538,28 @@ def management_inventory_problems(groups, hostvars):
     return management_problems(settings, secrets_needed=False)
 
 
+MASKED = "<masked>"
+SECRET_KEY = re.compile(r"(token|secret|password|passwd|private-?key|access-key|secret-key)", re.I)
+SECRET_ARG = re.compile(r"^(--?)?([A-Za-z0-9_.-]*(token|secret|password|access-key|secret-key)[A-Za-z0-9_.-]*)=(.*)$", re.I)
+
+
+def mask_secrets(node):
+    """A copy of a config (k3s ``config.yaml``) for review: the value of every key naming a secret
+    (token, secret, password, private key, access key) is ``<masked>``, also in ``key=value`` list
+    items (``kube-apiserver-arg``), so a rendered file can be shared and diffed."""
+    if isinstance(node, dict):
+        return {key: (MASKED if isinstance(key, str) and SECRET_KEY.search(key) and value not in (None, "", [], {})
+                      and not isinstance(value, bool) else mask_secrets(value))
+                for key, value in node.items()}
+    if isinstance(node, (list, tuple)):
+        return [mask_secrets(value) for value in node]
+    if isinstance(node, str):
+        match = SECRET_ARG.match(node)
+        if match:
+            return "%s%s=%s" % (match.group(1) or "", match.group(2), MASKED)
+    return node
+
+
 def _b64(data):
     return {key: base64.b64encode(str(value).encode("utf-8")).decode("ascii") for key, value in data.items()}
 
