@@ -539,8 +539,8 @@ def management_inventory_problems(groups, hostvars):
 
 
 MASKED = "<masked>"
-SECRET_KEY = re.compile(r"(token|secret|password|passwd|private-?key|access-key|secret-key)", re.I)
-SECRET_ARG = re.compile(r"^(--?)?([A-Za-z0-9_.-]*(token|secret|password|access-key|secret-key)[A-Za-z0-9_.-]*)=(.*)$", re.I)
+SECRET_KEY = re.compile(r"(token|secret|password|passwd|private-?key|access-key|secret-key)$", re.I)
+SECRET_ARG = re.compile(r"^(--?)?([A-Za-z0-9_.-]*(token|secret|password|access-key|secret-key))=(.*)$", re.I)
 
 
 def mask_secrets(node):

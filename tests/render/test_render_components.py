@@ -102,6 +102,8 @@ def manifests(root):
     for path in sorted(root.rglob("*.yaml")):
         if path.name == "fleet.yaml" or "_k3s" in path.relative_to(root).parts:
             continue  # _k3s/: the k3s servers' config files, not Kubernetes objects (tested below)
+        if "_management" in path.relative_to(root).parts:
+            continue  # the Fleet GitRepo: validated against Fleet's CRD (test_render_management.py)
         for doc in yaml.safe_load_all(path.read_text()):
             if doc:
                 found.append((path, doc))
@@ -112,6 +114,8 @@ def assert_valid_manifests(root, version):
     found = manifests(root)
     assert found, f"nothing rendered under {root}"
     for path, doc in found:
+        if str(doc.get("apiVersion", "")).startswith("cert-manager.io/"):
+            continue  # cert-manager's CRD objects: validated against its CRDs (test_render_management.py)
         try:
             kubernetes_validate.validate(doc, version, strict=True)
         except kubernetes_validate.ValidationError as exc:
@@ -141,7 +145,9 @@ def test_strict_validation_catches_unknown_fields():
 
 def test_homelab_components(homelab):
     assert set(bundles(homelab)) == {"nfs-subdir-external-provisioner", "local-path-not-default",
-                                     "fast-scratch", "gpu-operator", "namespace-llm", "qwen", "embed"}
+                                     "fast-scratch", "gpu-operator", "namespace-llm", "qwen", "embed",
+                                     # the management phase (gpu_cluster_management_enabled, docs/gitops.md)
+                                     "cert-manager", "cluster-ca", "rancher"}
 
 
 def test_cpu_only_has_no_gpu_operator(cpu_only):
@@ -195,7 +201,9 @@ def test_fast_scratch_on_gpu_workers_only(homelab):
 # an nfs volume (baseline allows it, restricted does not). kube-system is exempt (k3s's add-ons).
 NAMESPACE_LEVELS = {"gpu-operator": "privileged", "fast-scratch": "privileged", "nfs-provisioner": "baseline",
                     # the vLLM pods meet restricted (tests/render/test_render_llm.py)
-                    "llm": "restricted"}
+                    "llm": "restricted",
+                    # cert-manager meets restricted; Rancher's controllers need privileged (its hardening guide)
+                    "cert-manager": "restricted", "cattle-system": "privileged"}
 PSA_MODES = ("enforce", "audit", "warn")
 
 
@@ -234,7 +242,7 @@ def test_only_the_namespaces_that_need_it_are_privileged(homelab):
     namespaces = [d for _path, d in manifests(homelab) if d["kind"] == "Namespace"]
     privileged = {d["metadata"]["name"] for d in namespaces
                   if (d["metadata"].get("labels") or {}).get(PSA_ENFORCE) == "privileged"}
-    assert privileged == {"gpu-operator", "fast-scratch"}
+    assert privileged == {"gpu-operator", "fast-scratch", "cattle-system"}
 
 
 def test_pod_security_admission_configuration_validates(homelab, legacy):

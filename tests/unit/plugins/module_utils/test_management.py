@@ -298,13 +298,14 @@ def test_inventory_preflight_ignores_vaulted_values():
 
 def test_mask_secrets():
     config = {"token": "abc", "etcd-s3-secret-key": "s3cr3t", "etcd-s3-access-key": "AKIA", "node-ip": "10.0.0.1",
-              "kube-apiserver-arg": ["audit-log-maxage=30", "service-account-signing-key-file=/x", "oidc-client-secret=zz"],
+              "kube-apiserver-arg": ["audit-log-maxage=30", "service-account-signing-key-file=/x", "oidc-client-secret=zz",
+                                     "service-account-extend-token-expiration=true"],
               "agent-token": "", "cluster-init": True}
     masked = m.mask_secrets(config)
     assert masked["token"] == masked["etcd-s3-secret-key"] == masked["etcd-s3-access-key"] == "<masked>"
     assert masked["node-ip"] == "10.0.0.1"
     assert masked["kube-apiserver-arg"] == ["audit-log-maxage=30", "service-account-signing-key-file=/x",
-                                            "oidc-client-secret=<masked>"]
+                                            "oidc-client-secret=<masked>", "service-account-extend-token-expiration=true"]
     assert masked["agent-token"] == ""  # nothing to hide
     assert masked["cluster-init"] is True
     for secret in ("abc", "s3cr3t", "AKIA", "zz"):
