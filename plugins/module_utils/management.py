@@ -477,7 +477,7 @@ def management_problems(settings, secrets_needed=True):
 
         enabled, mode, cluster, rancher_hostname, tls_source, letsencrypt_email,
         bootstrap_password_length, tls_pair_set, gitrepo_url, gitrepo_branch, gitrepo_name,
-        polling_interval, git_basic_auth_set, git_ssh_key_set
+        polling_interval, git_basic_auth_set, git_basic_auth_complete, git_ssh_key_set
 
     ``secrets_needed`` false (preflight of the whole inventory, render.yml) leaves out the checks
     of the vaulted values, which only the phase that writes them needs.
@@ -501,6 +501,10 @@ def management_problems(settings, secrets_needed=True):
         problems.extend(gitrepo_problems(settings.get("gitrepo_url"), settings.get("gitrepo_branch"),
                                          settings.get("cluster"), settings.get("polling_interval") or "60s",
                                          settings.get("gitrepo_name") or "cluster-maintenance"))
+        if secrets_needed and _flag(settings.get("git_basic_auth_set")) and not _flag(settings.get("git_ssh_key_set")) \
+                and "git_basic_auth_complete" in settings and not _flag(settings.get("git_basic_auth_complete")):
+            problems.append("gpu_cluster_fleet_git_username needs gpu_cluster_fleet_git_password (a vaulted token), "
+                            "and the other way round")
         if _flag(settings.get("git_basic_auth_set")) and _flag(settings.get("git_ssh_key_set")):
             problems.append("set either gpu_cluster_fleet_git_ssh_private_key or gpu_cluster_fleet_git_username/"
                             "gpu_cluster_fleet_git_password, not both")

@@ -282,6 +282,7 @@ def test_management_problems_off_is_always_fine():
     ({"tls_source": "secret"}, "gpu_cluster_rancher_tls_certificate"),
     ({"polling_interval": "1 minute"}, "gpu_cluster_fleet_polling_interval"),
     ({"git_basic_auth_set": True, "git_ssh_key_set": True}, "not both"),
+    ({"git_basic_auth_set": True, "git_basic_auth_complete": False}, "gpu_cluster_fleet_git_password"),
     ({"mode": "argo"}, "gpu_cluster_management_mode"),
 ])
 def test_management_problems_name_the_variable(overrides, needle):
