@@ -41,7 +41,7 @@ def test_switched_off_is_skipped_outside_a_lab_too(tmp_path):
     lines = [line for line in out.splitlines() if "SKIPPED management:" in line]
     assert len(lines) == 1, out
     assert "gpu_cluster_management_enabled is false" in lines[0]
-    assert "Install cert-manager" not in out
+    assert "Install cert-manager and the cluster CA" not in out
 
 
 def test_no_cluster_in_a_lab_is_skipped_with_the_reason(tmp_path):
@@ -53,10 +53,8 @@ def test_no_cluster_in_a_lab_is_skipped_with_the_reason(tmp_path):
 
 
 def test_no_cluster_outside_a_lab_fails_with_the_reason(tmp_path):
-    # fleet delivery elsewhere does not matter: the bootstrap is always installed directly
-    rc, out = management(f"gpu_cluster_kubeconfig={tmp_path / 'absent'}", "gpu_cluster_delivery=fleet",
-                         f"gpu_cluster_fleet_dir={tmp_path}")
+    rc, out = management(f"gpu_cluster_kubeconfig={tmp_path / 'absent'}")
     assert rc != 0, out
     assert "SKIPPED management:" not in out
     assert f"FAILED management: kubeconfig {tmp_path / 'absent'} does not exist" in out
-    assert "Install cert-manager" not in out
+    assert "Install cert-manager and the cluster CA" not in out
