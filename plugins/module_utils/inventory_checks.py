@@ -28,6 +28,7 @@ from ansible_collections.cps.gpu_cluster.plugins.module_utils.vllm import llm_pr
 from ansible_collections.cps.gpu_cluster.plugins.module_utils.gpu_pools import inventory_pool_problems
 from ansible_collections.cps.gpu_cluster.plugins.module_utils.jupyterhub import jupyterhub_problems, jupyterhub_warnings
 from ansible_collections.cps.gpu_cluster.plugins.module_utils.numa import numa_problems
+from ansible_collections.cps.gpu_cluster.plugins.module_utils.management import management_inventory_problems
 
 K3S_MIN_VERSION = (1, 31, 6)
 _NUM = r"(0|[1-9][0-9]*)"
@@ -1010,6 +1011,7 @@ def inventory_problems(groups, hostvars, role_specs=None):
     problems.extend(_guarded(inventory_pool_problems, groups, hostvars))
     problems.extend(_guarded(jupyterhub_problems, groups, hostvars))
     problems.extend(_guarded(numa_problems, groups, hostvars))
+    problems.extend(_guarded(management_inventory_problems, groups, hostvars))
     return problems
 
 

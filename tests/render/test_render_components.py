@@ -104,6 +104,8 @@ def manifests(root):
             continue  # _k3s/: the k3s servers' config files, not Kubernetes objects (tested below)
         if "_gpu_pools" in path.relative_to(root).parts:
             continue  # _gpu_pools/: node labels, not objects (tests/render/test_render_gpu_pools.py)
+        if "_management" in path.relative_to(root).parts:
+            continue  # the Fleet GitRepo: validated against Fleet's CRD (test_render_management.py)
         for doc in yaml.safe_load_all(path.read_text()):
             if doc:
                 found.append((path, doc))
@@ -114,8 +116,10 @@ def assert_valid_manifests(root, version):
     found = manifests(root)
     assert found, f"nothing rendered under {root}"
     for path, doc in found:
-        if doc["apiVersion"].startswith("monitoring.coreos.com/"):
+        if str(doc.get("apiVersion", "")).startswith("monitoring.coreos.com/"):
             continue  # custom resources: against their CRDs in tests/render/test_render_gpu_pools.py
+        if str(doc.get("apiVersion", "")).startswith("cert-manager.io/"):
+            continue  # cert-manager's CRD objects: validated against its CRDs (test_render_management.py)
         try:
             kubernetes_validate.validate(doc, version, strict=True)
         except kubernetes_validate.ValidationError as exc:
@@ -148,7 +152,9 @@ def test_homelab_components(homelab):
                                      "fast-scratch", "gpu-operator", "namespace-llm", "qwen", "embed",
                                      # GPU pools and monitoring (tests/render/test_render_gpu_pools.py)
                                      "gpu-quota-llm", "gpu-quota-default", "monitoring", "gpu-alerts",
-                                     "jupyterhub"}
+                                     "jupyterhub",
+                                     # the management phase (gpu_cluster_management_enabled, docs/gitops.md)
+                                     "cert-manager", "cluster-ca", "rancher"}
 
 
 def test_cpu_only_has_no_gpu_operator(cpu_only):
@@ -206,7 +212,9 @@ NAMESPACE_LEVELS = {"gpu-operator": "privileged", "fast-scratch": "privileged", 
                     # node-exporter needs host namespaces and host paths
                     "monitoring": "privileged",
                     # the notebooks need baseline (tests/render/test_render_jupyterhub.py)
-                    "jupyterhub": "baseline"}
+                    "jupyterhub": "baseline",
+                    # cert-manager meets restricted; Rancher's controllers need privileged (its hardening guide)
+                    "cert-manager": "restricted", "cattle-system": "privileged"}
 PSA_MODES = ("enforce", "audit", "warn")
 
 
@@ -247,7 +255,7 @@ def test_only_the_namespaces_that_need_it_are_privileged(homelab):
     namespaces = [d for _path, d in manifests(homelab) if d["kind"] == "Namespace"]
     privileged = {d["metadata"]["name"] for d in namespaces
                   if (d["metadata"].get("labels") or {}).get(PSA_ENFORCE) == "privileged"}
-    assert privileged == {"gpu-operator", "fast-scratch", "monitoring"}
+    assert privileged == {"gpu-operator", "fast-scratch", "monitoring", "cattle-system"}
 
 
 def test_pod_security_admission_configuration_validates(homelab, legacy):

@@ -17,7 +17,7 @@ MODULES = sorted((REPO / "plugins" / "modules").glob("*.py"))
 # shared by k3s_prereq/k3s_install/k3s_node rather than owned by one of them; issue 11:
 # ``k3s_install_bin_dir`` is the one setting for the binary's directory, read by k3s_node too.
 K3S_FAMILY_NAMES = {"k3s_airgap_dir", "k3s_token", "k3s_install_bin_dir"}
-PHASES = ["preflight", "proxmox_host", "provision", "k3s", "storage", "gpu", "apps", "verify"]
+PHASES = ["preflight", "proxmox_host", "provision", "k3s", "management", "storage", "gpu", "apps", "verify"]
 
 
 def load(path: Path):

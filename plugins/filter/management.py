@@ -1,0 +1,44 @@
+# -*- coding: utf-8 -*-
+# Copyright: (c) 2026, cps.gpu_cluster contributors
+# GNU General Public License v3.0+ (see COPYING or https://www.gnu.org/licenses/gpl-3.0.txt)
+"""Filters of the management phase (thin wrappers over module_utils.management)."""
+
+from __future__ import (absolute_import, division, print_function)
+__metaclass__ = type
+
+from ansible.errors import AnsibleFilterError
+
+from ansible_collections.cps.gpu_cluster.plugins.module_utils import management
+
+
+def _wrap(function):
+    def wrapper(*args, **kwargs):
+        try:
+            return function(*args, **kwargs)
+        except (ValueError, KeyError, TypeError) as exc:
+            raise AnsibleFilterError("%s: %s" % (function.__name__, exc)) from exc
+    wrapper.__name__ = function.__name__
+    wrapper.__doc__ = function.__doc__
+    return wrapper
+
+
+class FilterModule(object):
+    """cps.gpu_cluster management filters."""
+
+    def filters(self):
+        return {
+            "cert_manager_values": _wrap(management.cert_manager_values),
+            "rancher_values": _wrap(management.rancher_values),
+            "rancher_replicas": _wrap(management.rancher_replicas),
+            "fleet_values": _wrap(management.fleet_values),
+            "management_components": _wrap(management.management_components),
+            "fleet_bundled_components": _wrap(management.fleet_bundled_components),
+            "fleet_gitrepo": _wrap(management.gitrepo),
+            "fleet_git_credentials_secret": _wrap(management.git_credentials_secret),
+            "rancher_bootstrap_secret": _wrap(management.bootstrap_password_secret),
+            "rancher_tls_secret": _wrap(management.tls_secret),
+            "fleet_ordered_component": _wrap(management.ordered_component),
+            "fleet_bundle_order_problems": _wrap(management.bundle_order_problems),
+            "management_problems": _wrap(management.management_problems),
+            "mask_secrets": _wrap(management.mask_secrets),
+        }
