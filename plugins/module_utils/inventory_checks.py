@@ -120,6 +120,7 @@ CLUSTER_VARIABLES = {
     "gpu_cluster_k3s_cis_profile": (False, "bool"),
     "gpu_cluster_backup_dir": (False, "any_path"),
     "gpu_cluster_pod_security_exempt_namespaces": (False, "dns_label_list"),
+    "gpu_cluster_state_dir": (False, "any_path"),
 }
 
 # Variables checked on every host that sets them: name -> kind.
