@@ -25,6 +25,8 @@ from ansible.module_utils.six.moves.urllib.parse import urlsplit
 
 from ansible_collections.cps.gpu_cluster.plugins.module_utils.components import GPU_OPERATOR_SUPPORTED_VERSIONS
 from ansible_collections.cps.gpu_cluster.plugins.module_utils.vllm import llm_problems
+from ansible_collections.cps.gpu_cluster.plugins.module_utils.versions import file_problems as versions_file_problems
+from ansible_collections.cps.gpu_cluster.plugins.module_utils.versions import inventory_version_warnings
 
 K3S_MIN_VERSION = (1, 31, 6)
 _NUM = r"(0|[1-9][0-9]*)"
@@ -1002,6 +1004,7 @@ def inventory_problems(groups, hostvars, role_specs=None):
     problems.extend(proxmox_problems)
     problems.extend(_guarded(_check_gpu_workers, groups, hostvars, devices))
     problems.extend(_guarded(llm_problems, groups, hostvars))
+    problems.extend(_guarded(versions_file_problems))
     return problems
 
 
@@ -1036,4 +1039,5 @@ def inventory_warnings(groups, hostvars):
     for host in _group(groups, "all"):
         if host not in contract and host != "localhost":
             warnings.append("%s: is in no group of the contract (%s), so no phase uses it; %s" % (host, ", ".join(CONTRACT_GROUPS), LAYOUT))
+    warnings.extend(inventory_version_warnings(groups, hostvars))
     return warnings

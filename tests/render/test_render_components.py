@@ -119,9 +119,9 @@ def assert_valid_manifests(root, version):
 
 
 def test_schema_version_is_shipped():
-    """kubernetes-validate 1.37.0 ships schemas 1.25 .. 1.37; k3s v1.33 validates against 1.33."""
-    assert inventory_k8s_version(HOMELAB) == "1.33"
-    assert "1.33.0" in kubernetes_validate.utils.all_versions()
+    """kubernetes-validate 1.37.0 ships schemas 1.25 .. 1.37; k3s v1.36 validates against 1.36."""
+    assert inventory_k8s_version(HOMELAB) == "1.36"
+    assert "1.36.0" in kubernetes_validate.utils.all_versions()
 
 
 def test_homelab_manifests_are_valid(homelab):
@@ -136,7 +136,7 @@ def test_strict_validation_catches_unknown_fields():
     sc = {"apiVersion": "storage.k8s.io/v1", "kind": "StorageClass", "metadata": {"name": "x"},
           "provisioner": "p", "volumeBindingMod": "WaitForFirstConsumer"}
     with pytest.raises(kubernetes_validate.ValidationError):
-        kubernetes_validate.validate(sc, "1.33", strict=True)
+        kubernetes_validate.validate(sc, "1.36", strict=True)
 
 
 def test_homelab_components(homelab):
@@ -396,7 +396,7 @@ def test_restricted_check_can_fail():
 
 def test_cuda_smoke_test_pod(homelab):
     pod = yaml.safe_load((homelab.parent / "_verify" / "homelab" / "cuda-smoke-test.yaml").read_text())
-    kubernetes_validate.validate(pod, "1.33", strict=True)
+    kubernetes_validate.validate(pod, "1.36", strict=True)
     # it runs in the default namespace, which the CIS profile leaves at restricted
     assert restricted_violations(pod["spec"]) == []
     spec = pod["spec"]

@@ -19,7 +19,7 @@ import yaml
 
 REPO = Path(__file__).resolve().parents[2]
 HOMELAB = REPO / "inventories" / "homelab"
-K8S_VERSION = "1.33"
+K8S_VERSION = "1.36"
 WORKERS = ["wk-gpu1", "wk-gpu2", "wk-gpu3", "wk-gpu4"]
 
 
