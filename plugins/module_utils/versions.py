@@ -185,10 +185,10 @@ def file_problems(path=VERSIONS_FILE):
 def inventory_version_warnings(groups, hostvars):
     """A warning when the inventory pins a K3s minor the roles' default does not support (older clusters
     still work: preflight refuses only what is below K3S_MIN_VERSION of inventory_checks)."""
-    servers = list((groups or {}).get("k3s_servers") or [])
-    if not servers:
-        return []
-    value = ((hostvars or {}).get(servers[0]) or {}).get("gpu_cluster_k3s_version")
+    servers = (groups or {}).get("k3s_servers") if isinstance(groups, dict) else None
+    first = servers[0] if isinstance(servers, list) and servers else None
+    variables = hostvars.get(first) if isinstance(first, str) and isinstance(hostvars, dict) else None
+    value = variables.get("gpu_cluster_k3s_version") if isinstance(variables, dict) else None
     minor = k3s_minor(value) if isinstance(value, str) else None
     if minor is None or minor in K3S_SUPPORTED_MINORS:
         return []
