@@ -22,7 +22,7 @@ DATASOURCES = ("github-releases", "helm", "docker", "terraform-provider")
 # The comment above an entry; the same regex renovate.json's custom manager uses.
 RENOVATE_COMMENT_RE = re.compile(r"#\s*renovate:\s*datasource=(?P<datasource>\S+)\s+depName=(?P<depName>\S+)"
                                  r"(?:\s+registryUrl=(?P<registryUrl>\S+))?(?:\s+versioning=(?P<versioning>\S+))?\s*")
-ENTRY_RE = re.compile(r"(?P<key>[a-z][a-z0-9_]*):\s*\"?(?P<value>[^\"\s#]+)\"?\s*(#.*)?")
+ENTRY_RE = re.compile(r"(?P<key>[a-z][a-z0-9_]*):\s*\"?(?P<value>[A-Za-z0-9][^\"\s#]*)\"?\s*(#.*)?")
 
 _NUM = r"(0|[1-9][0-9]*)"
 K3S_RE = re.compile(r"v%s\.%s\.%s\+k3s([1-9][0-9]*)" % (_NUM, _NUM, _NUM))
@@ -40,7 +40,7 @@ K3S_SUPPORTED_MINORS = ((1, 34), (1, 35), (1, 36))
 REQUIRED_KEYS = (
     "k3s_version", "kube_vip_image", "gpu_operator_chart", "nfs_subdir_external_provisioner_chart",
     "local_path_provisioner_image", "local_path_provisioner_helper_image", "vllm_image", "vllm_operator_image",
-    "verify_cuda_image", "verify_vectoradd_image", "verify_pytorch_image", "verify_busybox_image",
+    "verify_cuda_image", "verify_vectoradd_image", "verify_pytorch_image", "verify_busybox_image", "cuda_smoke_image",
     "terraform_provider_proxmox_version", "terraform_provider_local_version", "terraform_version", "helm_version",
 )
 

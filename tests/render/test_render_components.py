@@ -319,11 +319,20 @@ def chart_values(chart_dir):
             yaml.safe_load((chart_dir / "values.yaml").read_text()))
 
 
+def pinned_chart_dir(key):
+    """tests/fixtures/charts/<chart>-<version> of a chart pin of versions.yml (scripts/refresh-chart-fixtures.py)."""
+    text = (REPO / "versions.yml").read_text()
+    chart = text.split("\n" + key + ":")[0].rsplit("depName=", 1)[1].split()[0]
+    version = yaml.safe_load(text)[key]
+    return "%s-%s" % (chart, version)
+
+
 @pytest.mark.parametrize(("bundle", "chart_dir"), [
-    ("nfs-subdir-external-provisioner", "nfs-subdir-external-provisioner-4.0.18"),
-    ("gpu-operator", "gpu-operator-v26.7.0"),
+    ("nfs-subdir-external-provisioner", pinned_chart_dir("nfs_subdir_external_provisioner_chart")),
+    ("gpu-operator", pinned_chart_dir("gpu_operator_chart")),
 ])
 def test_chart_values_match_the_chart(homelab, bundle, chart_dir):
+    assert (CHARTS / chart_dir).is_dir(), f"no fixture {chart_dir} for the pinned chart: run scripts/refresh-chart-fixtures.py"
     values = fleet(homelab / bundle)["helm"]["values"]
     schema, defaults = chart_values(CHARTS / chart_dir)
     if schema is not None:
@@ -336,7 +345,7 @@ def test_unknown_keys_would_be_caught():
 
 
 def test_gpu_operator_values_against_clusterpolicy_crd(homelab):
-    crd = yaml.safe_load((CHARTS / "gpu-operator-v26.7.0" / "nvidia.com_clusterpolicies.yaml").read_text())
+    crd = yaml.safe_load((CHARTS / pinned_chart_dir("gpu_operator_chart") / "nvidia.com_clusterpolicies.yaml").read_text())
     spec = crd["spec"]["versions"][0]["schema"]["openAPIV3Schema"]["properties"]["spec"]
     values = fleet(homelab / "gpu-operator")["helm"]["values"]
     checked = []
