@@ -40,7 +40,7 @@ def charts(versions_file):
 
 
 def fixture_dir(charts_dir, chart, version):
-    return Path(charts_dir) / ("%s-%s" % (chart, version))
+    return Path(charts_dir) / (f"{chart}-{version}")
 
 
 def pull(helm, chart, version, repo_url, target):
@@ -49,10 +49,10 @@ def pull(helm, chart, version, repo_url, target):
         argv = [helm, "pull", chart, "--repo", repo_url, "--version", version, "--untar", "--untardir", tmp]
         done = subprocess.run(argv, capture_output=True, text=True, check=False)
         if done.returncode != 0:
-            raise RuntimeError("%s failed: %s" % (" ".join(argv), (done.stderr or done.stdout).strip()))
+            raise RuntimeError("{} failed: {}".format(" ".join(argv), (done.stderr or done.stdout).strip()))
         source = Path(tmp) / chart
         if not (source / "values.yaml").is_file():
-            raise RuntimeError("helm pull %s %s gave no %s/values.yaml" % (chart, version, chart))
+            raise RuntimeError(f"helm pull {chart} {version} gave no {chart}/values.yaml")
         target.mkdir(parents=True)
         for name in KEPT:
             if (source / name).is_file():
@@ -73,29 +73,29 @@ def main(argv=None):
     missing = [(c, v, r) for c, v, r in charts(args.versions) if not fixture_dir(args.charts_dir, c, v).is_dir()]
     if args.check:
         for chart, version, repo_url in missing:
-            print("missing chart fixture %s: run scripts/refresh-chart-fixtures.py (helm pull %s --repo %s --version %s)"
-                  % (fixture_dir(args.charts_dir, chart, version), chart, repo_url, version))
+            print(f"missing chart fixture {fixture_dir(args.charts_dir, chart, version)}: run scripts/refresh-chart-fixtures.py "
+                  f"(helm pull {chart} --repo {repo_url} --version {version})")
         return 1 if missing else 0
     if missing and shutil.which(args.helm) is None:
-        print("refresh-chart-fixtures: no helm binary (%s) on PATH; install helm (bindep.txt, profile cli)" % args.helm, file=sys.stderr)
+        print(f"refresh-chart-fixtures: no helm binary ({args.helm}) on PATH; install helm (bindep.txt, profile cli)", file=sys.stderr)
         return 2
     for chart, version, repo_url in missing:
         target = fixture_dir(args.charts_dir, chart, version)
         try:
             pull(args.helm, chart, version, repo_url, target)
         except RuntimeError as exc:
-            print("refresh-chart-fixtures: %s" % exc, file=sys.stderr)
+            print(f"refresh-chart-fixtures: {exc}", file=sys.stderr)
             return 1
-        for old in sorted(Path(args.charts_dir).glob("%s-*" % chart)):
+        for old in sorted(Path(args.charts_dir).glob(f"{chart}-*")):
             if old != target and old.is_dir() and old.name[len(chart) + 1:][:1] in "v0123456789":
                 shutil.rmtree(old)
-                print("removed %s" % old)
+                print(f"removed {old}")
         with open(args.sources, "a") as sources:
-            sources.write("| charts/%s/ | | helm pull %s --repo %s --version %s (scripts/refresh-chart-fixtures.py, %s) |\n"
-                          % (target.name, chart, repo_url, version, datetime.date.today().isoformat()))
-        print("pulled %s; now run: make render" % target)
+            sources.write(f"| charts/{target.name}/ | | helm pull {chart} --repo {repo_url} --version {version} "
+                          f"(scripts/refresh-chart-fixtures.py, {datetime.date.today().isoformat()}) |\n")
+        print(f"pulled {target}; now run: make render")
     if not missing:
-        print("every chart of %s has its fixture" % args.versions)
+        print(f"every chart of {args.versions} has its fixture")
     return 0
 
 

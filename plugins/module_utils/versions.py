@@ -15,6 +15,8 @@ __metaclass__ = type
 import os
 import re
 
+from ansible_collections.cps.gpu_cluster.plugins.module_utils.components import GPU_OPERATOR_SUPPORTED_VERSIONS
+
 COLLECTION_ROOT = os.path.abspath(os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", ".."))
 VERSIONS_FILE = os.path.join(COLLECTION_ROOT, "versions.yml")
 
@@ -105,33 +107,38 @@ def k3s_minor(value):
     return (int(match.group(1)), int(match.group(2))) if match else None
 
 
+def _image_problem(key, entry):
+    value = entry["value"]
+    parts = image_parts(value)
+    if parts is None:
+        return "%s is %r; pin a full image reference registry/repository:tag (like docker.io/library/busybox:1.37.0)" % (key, value)
+    if entry["datasource"] == "docker" and entry["depName"] != parts[0]:
+        return "%s: the renovate comment's depName %s is not the image's repository %s; make them equal" % (
+            key, entry["depName"], parts[0])
+    return ""
+
+
+def _k3s_problem(value):
+    minor = k3s_minor(value)
+    if minor is None:
+        return "k3s_version is %r; pin a K3s release tag like v1.36.4+k3s1" % (value,)
+    if minor not in K3S_SUPPORTED_MINORS:
+        return "k3s_version is %s, a minor the roles do not support; pin a release of %s" % (
+            value, ", ".join("v%d.%d" % m for m in K3S_SUPPORTED_MINORS))
+    return ""
+
+
 def _value_problem(key, entry):
     value, datasource = entry["value"], entry["datasource"]
     if value.lower() in UNPINNED or value.rsplit(":", 1)[-1].lower() in UNPINNED:
         return "%s is %r, a moving tag; pin a release" % (key, value)
     if key.endswith("_image"):
-        parts = image_parts(value)
-        if parts is None:
-            return "%s is %r; pin a full image reference registry/repository:tag (like docker.io/library/busybox:1.37.0)" % (key, value)
-        if datasource == "docker" and entry["depName"] != parts[0]:
-            return "%s: the renovate comment's depName %s is not the image's repository %s; make them equal" % (
-                key, entry["depName"], parts[0])
-        return ""
+        return _image_problem(key, entry)
     if key == "k3s_version":
-        minor = k3s_minor(value)
-        if minor is None:
-            return "k3s_version is %r; pin a K3s release tag like v1.36.4+k3s1" % (value,)
-        if minor not in K3S_SUPPORTED_MINORS:
-            return "k3s_version is %s, a minor the roles do not support; pin a release of %s" % (
-                value, ", ".join("v%d.%d" % m for m in K3S_SUPPORTED_MINORS))
-        return ""
+        return _k3s_problem(value)
     if datasource == "terraform-provider":
-        if not PLAIN_SEMVER_RE.fullmatch(value):
-            return "%s is %r; pin an exact provider version like 0.83.0" % (key, value)
-        return ""
-    if not SEMVER_RE.fullmatch(value):
-        return "%s is %r; pin a release version like v1.2.3 or 1.2.3" % (key, value)
-    return ""
+        return "" if PLAIN_SEMVER_RE.fullmatch(value) else "%s is %r; pin an exact provider version like 0.83.0" % (key, value)
+    return "" if SEMVER_RE.fullmatch(value) else "%s is %r; pin a release version like v1.2.3 or 1.2.3" % (key, value)
 
 
 def versions_problems(entries, supported=None):
@@ -173,8 +180,6 @@ def versions_problems(entries, supported=None):
 
 def file_problems(path=VERSIONS_FILE):
     """``versions_problems`` of the collection's versions file, or the one message saying why it cannot be read."""
-    # imported here: components imports nothing of this module, and preflight reaches this through inventory_checks
-    from ansible_collections.cps.gpu_cluster.plugins.module_utils.components import GPU_OPERATOR_SUPPORTED_VERSIONS
     try:
         entries = load_versions(path)
     except (IOError, OSError, ValueError) as exc:

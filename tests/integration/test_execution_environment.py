@@ -46,12 +46,12 @@ def context(tmp_path_factory):
 
 def test_containerfile_pins(context):
     text = (context / "Containerfile").read_text()
-    assert 'ARG EE_BASE_IMAGE="%s"' % VERSIONS["ee_base_image"] in text
+    assert 'ARG EE_BASE_IMAGE="{}"'.format(VERSIONS["ee_base_image"]) in text
     core = metadata.version("ansible-core")
-    assert re.search(r'ARG ANSIBLE_INSTALL_REFS="ansible-core==%s ansible-runner==[0-9.]+"' % re.escape(core), text), \
-        "the EE's ansible-core must be the one requirements.txt's ansible package brings (%s)" % core
-    assert "ENV HELM_VERSION=%s\n" % VERSIONS["helm_version"] in text
-    assert "ENV TERRAFORM_VERSION=%s\n" % VERSIONS["terraform_version"] in text
+    assert re.search(rf'ARG ANSIBLE_INSTALL_REFS="ansible-core=={re.escape(core)} ansible-runner==[0-9.]+"', text), \
+        f"the EE's ansible-core must be the one requirements.txt's ansible package brings ({core})"
+    assert "ENV HELM_VERSION={}\n".format(VERSIONS["helm_version"]) in text
+    assert "ENV TERRAFORM_VERSION={}\n".format(VERSIONS["terraform_version"]) in text
     # each CLI is checked against its published checksum before it is installed
     assert 'helm-${HELM_VERSION}-linux-amd64.tar.gz.sha256sum" | sha256sum -c -' in text
     assert '_SHA256SUMS" | grep " terraform_${tf}_linux_amd64.zip$" | sha256sum -c -' in text

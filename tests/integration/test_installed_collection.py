@@ -20,7 +20,7 @@ import yaml
 REPO = Path(__file__).resolve().parents[2]
 BIN = Path(shutil.which("ansible-galaxy") or REPO / ".venv" / "bin" / "ansible-galaxy").parent
 GALAXY = yaml.safe_load((REPO / "galaxy.yml").read_text())
-TARBALL_NAME = "%s-%s-%s.tar.gz" % (GALAXY["namespace"], GALAXY["name"], GALAXY["version"])
+TARBALL_NAME = "{}-{}-{}.tar.gz".format(GALAXY["namespace"], GALAXY["name"], GALAXY["version"])
 DOC = REPO / "docs" / "installing.md"
 
 # What a working checkout accumulates that must never be shipped: path -> content.
@@ -95,8 +95,8 @@ def built(tmp_path_factory):
 def test_tarball_holds_the_collection_and_nothing_else(built):
     _, names, tracked = built
     shipped = names - {"MANIFEST.json", "FILES.json"}
-    assert not shipped - tracked, "files in the tarball that are not part of the checkout: %s" % sorted(shipped - tracked)
-    assert tracked - shipped == NOT_SHIPPED, "tracked files missing from the tarball: %s" % sorted(tracked - shipped - NOT_SHIPPED)
+    assert not shipped - tracked, f"files in the tarball that are not part of the checkout: {sorted(shipped - tracked)}"
+    assert tracked - shipped == NOT_SHIPPED, f"tracked files missing from the tarball: {sorted(tracked - shipped - NOT_SHIPPED)}"
     assert ESSENTIAL <= shipped, sorted(ESSENTIAL - shipped)
     for name in PLANTED:
         assert name not in names
@@ -123,7 +123,7 @@ def test_documented_commands_from_the_installed_tarball(built, tmp_path):
     home.mkdir()
     shutil.copy2(tarball, home / TARBALL_NAME)
     env = {key: value for key, value in os.environ.items() if not key.startswith("ANSIBLE_")}
-    env.update(HOME=str(home), PATH="%s:%s" % (BIN, os.environ.get("PATH", "/usr/bin:/bin")),
+    env.update(HOME=str(home), PATH="{}:{}".format(BIN, os.environ.get("PATH", "/usr/bin:/bin")),
                ANSIBLE_NOCOLOR="1", ANSIBLE_STDOUT_CALLBACK="default")
     installed = home / ".ansible" / "collections" / "ansible_collections" / "cps" / "gpu_cluster"
     outputs = []
@@ -132,7 +132,7 @@ def test_documented_commands_from_the_installed_tarball(built, tmp_path):
     for command in commands:
         done = subprocess.run(["bash", "-euo", "pipefail", "-c", command], cwd=home, env=env, capture_output=True,
                               text=True, timeout=600, check=False)
-        assert done.returncode == 0, "%s\n%s%s" % (command, done.stdout[-4000:], done.stderr[-4000:])
+        assert done.returncode == 0, f"{command}\n{done.stdout[-4000:]}{done.stderr[-4000:]}"
         outputs.append(done.stdout)
         if command.startswith("ansible-galaxy"):
             shipped = _listing(installed)
@@ -154,4 +154,4 @@ def test_documented_commands_from_the_installed_tarball(built, tmp_path):
                              cwd=home, env=env, capture_output=True, text=True, timeout=300, check=False)
     assert refused.returncode != 0
     assert "is inside the installed collection" in refused.stdout
-    assert "cp -r %s/inventories/homelab ~/homelab" % installed in refused.stdout
+    assert f"cp -r {installed}/inventories/homelab ~/homelab" in refused.stdout

@@ -16,7 +16,6 @@ import subprocess
 from pathlib import Path
 
 import pytest
-
 from ansible_collections.cps.gpu_cluster.plugins.module_utils import versions
 
 REPO = Path(__file__).resolve().parents[2]
@@ -32,7 +31,7 @@ def _node_ok():
     version = subprocess.run([node, "--version"], capture_output=True, text=True, check=False).stdout.strip().lstrip("v")
     major, minor = (int(x) for x in version.split(".")[:2])
     if (major, minor) < (20, 15):
-        return "Node.js %s is older than the 20.15 renovate %s needs" % (version, RENOVATE_VERSION)
+        return f"Node.js {version} is older than the 20.15 renovate {RENOVATE_VERSION} needs"
     return ""
 
 
@@ -47,7 +46,7 @@ def renovate_bin():
         CACHE.mkdir(parents=True, exist_ok=True)
         done = subprocess.run(["npm", "install", "--prefix", str(CACHE), "--no-audit", "--no-fund", "--ignore-scripts",
                                "--no-save", "renovate@" + RENOVATE_VERSION], capture_output=True, text=True, timeout=900, check=False)
-        assert done.returncode == 0, "npm install renovate@%s failed:\n%s" % (RENOVATE_VERSION, done.stderr[-3000:])
+        assert done.returncode == 0, f"npm install renovate@{RENOVATE_VERSION} failed:\n{done.stderr[-3000:]}"
         stamp.write_text("")
     assert binary.exists()
     return binary
@@ -81,7 +80,7 @@ def test_dry_run_finds_every_pin(renovate_bin, checkout, tmp_path):
     report = tmp_path / "report.json"
     env = dict(os.environ, LOG_LEVEL="info", RENOVATE_CONFIG_FILE="renovate.json")
     done = subprocess.run([str(renovate_bin), "--platform=local", "--onboarding=false", "--require-config=optional",
-                           "--dry-run=extract", "--report-type=file", "--report-path=%s" % report],
+                           "--dry-run=extract", "--report-type=file", f"--report-path={report}"],
                           cwd=checkout, env=env, capture_output=True, text=True, timeout=600, check=False)
     assert done.returncode == 0, done.stdout[-3000:] + done.stderr[-3000:]
     found = {}
@@ -91,7 +90,7 @@ def test_dry_run_finds_every_pin(renovate_bin, checkout, tmp_path):
                 for dep in package_file["deps"]:
                     found.setdefault(package_file["packageFile"], []).append((manager, dep.get("datasource"), dep.get("depName"),
                                                                              dep.get("currentValue"), tuple(dep.get("registryUrls") or ())))
-    print("\n".join("%s: %s" % (path, dep) for path, deps in sorted(found.items()) for dep in deps))
+    print("\n".join(f"{path}: {dep}" for path, deps in sorted(found.items()) for dep in deps))
 
     missing = []
     for key, entry in versions.load_versions(str(REPO / "versions.yml")).items():

@@ -324,7 +324,7 @@ def pinned_chart_dir(key):
     text = (REPO / "versions.yml").read_text()
     chart = text.split("\n" + key + ":")[0].rsplit("depName=", 1)[1].split()[0]
     version = yaml.safe_load(text)[key]
-    return "%s-%s" % (chart, version)
+    return f"{chart}-{version}"
 
 
 @pytest.mark.parametrize(("bundle", "chart_dir"), [

@@ -68,12 +68,12 @@ def test_reference_inventory_pins_what_the_versions_file_pins():
 ])
 def test_roles_read_their_pins_from_the_versions_file(path, variable, key):
     value = yaml.safe_load((REPO / path).read_text())[variable]
-    assert "'%s' | cps.gpu_cluster.pinned" % key in value
+    assert f"'{key}' | cps.gpu_cluster.pinned" in value
 
 
 def test_verify_images_come_from_the_versions_file():
     images = yaml.safe_load((REPO / "playbooks" / "vars" / "verify_defaults.yml").read_text())["__verify_defaults"]["images"]
-    assert images == {name: "{{ 'verify_%s_image' | cps.gpu_cluster.pinned }}" % name for name in ("cuda", "vectoradd", "pytorch", "busybox")}
+    assert images == {name: f"{{{{ 'verify_{name}_image' | cps.gpu_cluster.pinned }}}}" for name in ("cuda", "vectoradd", "pytorch", "busybox")}
 
 
 def _js_to_python(regex):
@@ -157,7 +157,7 @@ def test_refresh_pulls_a_bumped_chart_and_drops_the_old_fixture(tmp_path, monkey
     (tmp_path / "versions.yml").write_text(bumped)
     charts = tmp_path / "charts"
     (charts / "nfs-subdir-external-provisioner-4.0.18").mkdir(parents=True)
-    (charts / ("gpu-operator-%s" % VALUES["gpu_operator_chart"])).mkdir()
+    (charts / ("gpu-operator-{}".format(VALUES["gpu_operator_chart"]))).mkdir()
     sources = tmp_path / "SOURCES.md"
     sources.write_text("# sources\n")
     helm = tmp_path / "helm"
@@ -177,7 +177,7 @@ def test_refresh_pulls_a_bumped_chart_and_drops_the_old_fixture(tmp_path, monkey
     new = charts / "nfs-subdir-external-provisioner-4.0.19"
     assert sorted(p.name for p in new.iterdir()) == ["Chart.yaml", "values.yaml", "x.yaml"]
     assert not (charts / "nfs-subdir-external-provisioner-4.0.18").exists()
-    assert (charts / ("gpu-operator-%s" % VALUES["gpu_operator_chart"])).is_dir()
+    assert (charts / ("gpu-operator-{}".format(VALUES["gpu_operator_chart"]))).is_dir()
     calls = [json.loads(line) for line in (tmp_path / "helm.log").read_text().splitlines()]
     assert [c[:6] for c in calls] == [["pull", "nfs-subdir-external-provisioner", "--repo",
                                        "https://kubernetes-sigs.github.io/nfs-subdir-external-provisioner/", "--version", "4.0.19"]]

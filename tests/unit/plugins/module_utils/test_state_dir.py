@@ -47,7 +47,7 @@ def test_inside_an_installed_collection_is_refused(tmp_path):
     state = str(root / "inventories" / "homelab" / ".gpu-cluster")
     problems = sd.state_dir_problems(state, root=str(root))
     assert len(problems) == 1 and "is inside the installed collection" in problems[0]
-    assert "cp -r %s/inventories/homelab ~/homelab" % root in problems[0]
+    assert f"cp -r {root}/inventories/homelab ~/homelab" in problems[0]
     assert sd.state_dir_problems(str(root), root=str(root))
     # a checkout (it has .git) may keep the reference inventory's state in place
     (root / ".git").write_text("gitdir: elsewhere\n")
