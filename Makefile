@@ -15,7 +15,7 @@ export ANSIBLE_FORCE_COLOR ?= 0
 COLLECTION_LINK := collections/ansible_collections/cps/gpu_cluster
 TIERS := $(CURDIR)/scripts/tier.sh
 
-.PHONY: help host-deps deps venv collection image test test-fresh lint ruff yamllint ansible-lint sanity unit integration render molecule lab lab-destroy clean
+.PHONY: help host-deps deps dev-deps venv collection image test test-fresh lint ruff yamllint ansible-lint sanity unit integration render molecule lab lab-destroy clean
 
 help: ## list the targets
 	@grep -E '^[a-z-]+:.*## ' $(MAKEFILE_LIST) | awk -F':.*## ' '{printf "  make %-14s %s\n", $$1, $$2}'
@@ -23,14 +23,21 @@ help: ## list the targets
 host-deps: ## install the Debian packages the tests and the lab need (podman, debootstrap...)
 	bash scripts/install-host-deps.sh
 
+# .venv/bin/.runtime: the control node's runtime (requirements.txt); .venv/bin/.installed: that
+# plus the test and lint tools (requirements-dev.txt, which includes requirements.txt).
+$(BIN)/.runtime: requirements.txt
+	@if [ -e $(BIN)/.installed ] && [ $(BIN)/.installed -nt requirements.txt ]; then touch $@; else \
+	  $(PYTHON) -m venv $(VENV) && $(BIN)/pip install -q --upgrade pip && \
+	  $(BIN)/pip install -q -r requirements.txt && touch $@; fi
+
 $(BIN)/.installed: requirements.txt requirements-dev.txt
 	bash scripts/install-host-deps.sh
 	$(PYTHON) -m venv $(VENV)
 	$(BIN)/pip install -q --upgrade pip
 	$(BIN)/pip install -q -r requirements-dev.txt
-	touch $@
+	touch $@ $(BIN)/.runtime
 
-venv: $(BIN)/.installed ## create .venv with the control-node and test requirements
+venv: $(BIN)/.runtime ## create .venv with the control node's runtime requirements (requirements.txt)
 
 $(COLLECTION_LINK):
 	mkdir -p $(dir $(COLLECTION_LINK))
@@ -38,12 +45,14 @@ $(COLLECTION_LINK):
 
 collection: $(COLLECTION_LINK) ## make cps.gpu_cluster resolvable from this checkout
 
-deps: venv collection ## everything the playbooks need on the control node
+deps: venv collection ## what the playbooks need on the control node (requirements.txt only)
+
+dev-deps: $(BIN)/.installed collection ## deps plus the test and lint tools (requirements-dev.txt)
 
 image: host-deps ## build (or reuse) the systemd Debian bookworm test image
 	bash scripts/build-test-image.sh
 
-test: deps ## every tier, with a summary; fails if any tier fails
+test: dev-deps ## every tier, with a summary; fails if any tier fails
 	@rm -f .tiers.log
 	-@$(TIERS) ruff $(MAKE) --no-print-directory ruff
 	-@$(TIERS) yamllint $(MAKE) --no-print-directory yamllint
@@ -60,28 +69,28 @@ test-fresh: ## the whole suite as on a new machine: no cached image, venv or ~/.
 
 lint: ruff yamllint ansible-lint ## ruff, yamllint and ansible-lint (production profile)
 
-ruff: deps
+ruff: dev-deps
 	ruff check plugins tests scripts
 
-yamllint: deps
+yamllint: dev-deps
 	yamllint -s .
 
-ansible-lint: deps
+ansible-lint: dev-deps
 	ansible-lint --profile production
 
-sanity: deps ## ansible-test sanity on a copy under ansible_collections/cps/gpu_cluster
+sanity: dev-deps ## ansible-test sanity on a copy under ansible_collections/cps/gpu_cluster
 	bash scripts/sanity.sh
 
-unit: deps ## pytest unit tests (modules, filters, parsers)
+unit: dev-deps ## pytest unit tests (modules, filters, parsers)
 	pytest -q tests/unit
 
-integration: deps ## ansible-playbook on localhost: preflight table, module integration
+integration: dev-deps ## ansible-playbook on localhost: preflight table, module integration
 	pytest -q tests/integration
 
-render: deps ## render every component and validate it against the real schemas
+render: dev-deps ## render every component and validate it against the real schemas
 	pytest -q tests/render
 
-molecule: deps image ## every molecule scenario (podman containers)
+molecule: dev-deps image ## every molecule scenario (podman containers)
 	bash scripts/molecule-all.sh
 
 lab: deps image ## build the podman lab and run playbooks/site.yml against it

@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # Install the Debian packages `make test` and `make lab` need on the machine
 # that runs them (podman and what rootful podman uses, debootstrap for the
-# test image, and venv support for the control-node virtualenv). Called by
+# test image, venv support for the control-node virtualenv, Node.js for the
+# Renovate test). bindep.txt lists what the control node itself needs. Called by
 # `make image` (so by `make test` and `make lab`) and by .ci/run; does
 # nothing when everything is there. Needs root or sudo on a Debian-family host.
 set -euo pipefail
@@ -10,6 +11,11 @@ need=()
 for pkg in podman runc debootstrap uidmap slirp4netns fuse-overlayfs make git; do
   dpkg-query -W -f='${Status}' "$pkg" 2>/dev/null | grep -q "ok installed" || need+=("$pkg")
 done
+# Node.js and npm only for the Renovate tier (tests/integration/test_renovate.py installs a
+# pinned renovate with npm into ~/.cache/cps-gpu-cluster/renovate); checked by command, so a
+# Node.js from elsewhere (NodeSource, nvm) is used as it is.
+command -v node >/dev/null 2>&1 || need+=(nodejs)
+command -v npm >/dev/null 2>&1 || need+=(npm)
 # Debian's python3 needs python3-venv for `python3 -m venv` (pyenv and
 # other self-built Pythons carry ensurepip already).
 if ! "${PYTHON:-python3}" -c 'import ensurepip' >/dev/null 2>&1; then

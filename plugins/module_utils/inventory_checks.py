@@ -29,6 +29,8 @@ from ansible_collections.cps.gpu_cluster.plugins.module_utils.gpu_pools import i
 from ansible_collections.cps.gpu_cluster.plugins.module_utils.jupyterhub import jupyterhub_problems, jupyterhub_warnings
 from ansible_collections.cps.gpu_cluster.plugins.module_utils.numa import numa_problems
 from ansible_collections.cps.gpu_cluster.plugins.module_utils.management import management_inventory_problems
+from ansible_collections.cps.gpu_cluster.plugins.module_utils.versions import file_problems as versions_file_problems
+from ansible_collections.cps.gpu_cluster.plugins.module_utils.versions import inventory_version_warnings
 
 K3S_MIN_VERSION = (1, 31, 6)
 _NUM = r"(0|[1-9][0-9]*)"
@@ -124,6 +126,7 @@ CLUSTER_VARIABLES = {
     "gpu_cluster_k3s_cis_profile": (False, "bool"),
     "gpu_cluster_backup_dir": (False, "any_path"),
     "gpu_cluster_pod_security_exempt_namespaces": (False, "dns_label_list"),
+    "gpu_cluster_state_dir": (False, "any_path"),
 }
 
 # Variables checked on every host that sets them: name -> kind.
@@ -1012,6 +1015,7 @@ def inventory_problems(groups, hostvars, role_specs=None):
     problems.extend(_guarded(jupyterhub_problems, groups, hostvars))
     problems.extend(_guarded(numa_problems, groups, hostvars))
     problems.extend(_guarded(management_inventory_problems, groups, hostvars))
+    problems.extend(_guarded(versions_file_problems))
     return problems
 
 
@@ -1047,4 +1051,5 @@ def inventory_warnings(groups, hostvars):
         if host not in contract and host != "localhost":
             warnings.append("%s: is in no group of the contract (%s), so no phase uses it; %s" % (host, ", ".join(CONTRACT_GROUPS), LAYOUT))
     warnings.extend(_guarded(jupyterhub_warnings, groups, hostvars))
+    warnings.extend(inventory_version_warnings(groups, hostvars))
     return warnings

@@ -127,9 +127,9 @@ def assert_valid_manifests(root, version):
 
 
 def test_schema_version_is_shipped():
-    """kubernetes-validate 1.37.0 ships schemas 1.25 .. 1.37; k3s v1.33 validates against 1.33."""
-    assert inventory_k8s_version(HOMELAB) == "1.33"
-    assert "1.33.0" in kubernetes_validate.utils.all_versions()
+    """kubernetes-validate 1.37.0 ships schemas 1.25 .. 1.37; k3s v1.36 validates against 1.36."""
+    assert inventory_k8s_version(HOMELAB) == "1.36"
+    assert "1.36.0" in kubernetes_validate.utils.all_versions()
 
 
 def test_homelab_manifests_are_valid(homelab):
@@ -144,7 +144,7 @@ def test_strict_validation_catches_unknown_fields():
     sc = {"apiVersion": "storage.k8s.io/v1", "kind": "StorageClass", "metadata": {"name": "x"},
           "provisioner": "p", "volumeBindingMod": "WaitForFirstConsumer"}
     with pytest.raises(kubernetes_validate.ValidationError):
-        kubernetes_validate.validate(sc, "1.33", strict=True)
+        kubernetes_validate.validate(sc, "1.36", strict=True)
 
 
 def test_homelab_components(homelab):
@@ -340,11 +340,20 @@ def chart_values(chart_dir):
             yaml.safe_load((chart_dir / "values.yaml").read_text()))
 
 
+def pinned_chart_dir(key):
+    """tests/fixtures/charts/<chart>-<version> of a chart pin of versions.yml (scripts/refresh-chart-fixtures.py)."""
+    text = (REPO / "versions.yml").read_text()
+    chart = text.split("\n" + key + ":")[0].rsplit("depName=", 1)[1].split()[0]
+    version = yaml.safe_load(text)[key]
+    return f"{chart}-{version}"
+
+
 @pytest.mark.parametrize(("bundle", "chart_dir"), [
-    ("nfs-subdir-external-provisioner", "nfs-subdir-external-provisioner-4.0.18"),
-    ("gpu-operator", "gpu-operator-v26.7.0"),
+    ("nfs-subdir-external-provisioner", pinned_chart_dir("nfs_subdir_external_provisioner_chart")),
+    ("gpu-operator", pinned_chart_dir("gpu_operator_chart")),
 ])
 def test_chart_values_match_the_chart(homelab, bundle, chart_dir):
+    assert (CHARTS / chart_dir).is_dir(), f"no fixture {chart_dir} for the pinned chart: run scripts/refresh-chart-fixtures.py"
     values = fleet(homelab / bundle)["helm"]["values"]
     schema, defaults = chart_values(CHARTS / chart_dir)
     if schema is not None:
@@ -357,7 +366,7 @@ def test_unknown_keys_would_be_caught():
 
 
 def test_gpu_operator_values_against_clusterpolicy_crd(homelab):
-    crd = yaml.safe_load((CHARTS / "gpu-operator-v26.7.0" / "nvidia.com_clusterpolicies.yaml").read_text())
+    crd = yaml.safe_load((CHARTS / pinned_chart_dir("gpu_operator_chart") / "nvidia.com_clusterpolicies.yaml").read_text())
     spec = crd["spec"]["versions"][0]["schema"]["openAPIV3Schema"]["properties"]["spec"]
     values = fleet(homelab / "gpu-operator")["helm"]["values"]
     checked = []
@@ -417,7 +426,7 @@ def test_restricted_check_can_fail():
 
 def test_cuda_smoke_test_pod(homelab):
     pod = yaml.safe_load((homelab.parent / "_verify" / "homelab" / "cuda-smoke-test.yaml").read_text())
-    kubernetes_validate.validate(pod, "1.33", strict=True)
+    kubernetes_validate.validate(pod, "1.36", strict=True)
     # it runs in the default namespace, which the CIS profile leaves at restricted
     assert restricted_violations(pod["spec"]) == []
     spec = pod["spec"]

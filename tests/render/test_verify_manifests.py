@@ -23,7 +23,7 @@ from ansible_collections.cps.gpu_cluster.plugins.module_utils import components
 
 REPO = Path(__file__).resolve().parents[2]
 HOMELAB = REPO / "inventories" / "homelab"
-K8S_VERSION = "1.33"
+K8S_VERSION = "1.36"
 WORKERS = ["wk-gpu1", "wk-gpu2", "wk-gpu3", "wk-gpu4"]
 NODES = ["cp1", "cp2", "cp3", *WORKERS]
 

@@ -64,7 +64,7 @@ def test_homelab_tfvars(homelab_tfvars):
     assert homelab_tfvars["scratch_disk_serial"] == "scratch"
     assert homelab_tfvars["ssh_user"] == "debian"
     cluster_wide = homelab_tfvars["inventory_vars"]["all"]
-    assert cluster_wide["gpu_cluster_k3s_version"] == "v1.33.5+k3s1"
+    assert cluster_wide["gpu_cluster_k3s_version"] == "v1.36.4+k3s1"
     assert not [k for k in cluster_wide if k.startswith(("gpu_cluster_vm_", "gpu_cluster_proxmox_"))]
     assert homelab_tfvars["inventory_vars"]["proxmox_hosts"]["ansible_user"] == "root"
     assert homelab_tfvars["inventory_vars"]["proxmox_hosts"]["gpu_cluster_gpu_pci_ids"] == ["10de:20b5"]

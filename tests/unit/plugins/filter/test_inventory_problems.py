@@ -40,7 +40,7 @@ CP1 = {
     "gpu_cluster_api_vip": "10.0.0.100",
     "gpu_cluster_cluster_cidr": "10.42.0.0/16",
     "gpu_cluster_service_cidr": "10.43.0.0/16",
-    "gpu_cluster_k3s_version": "v1.33.5+k3s1",
+    "gpu_cluster_k3s_version": "v1.36.4+k3s1",
 }
 
 

@@ -22,7 +22,7 @@ CLUSTER_VARS = {
     "gpu_cluster_service_cidr": "10.43.0.0/16",
     "gpu_cluster_nfs_server": "10.0.0.30",
     "gpu_cluster_nfs_path": "/export/k3s",
-    "gpu_cluster_k3s_version": "v1.33.5+k3s1",
+    "gpu_cluster_k3s_version": "v1.36.4+k3s1",
     "gpu_cluster_gpu_operator_version": "v26.7.0",
     "gpu_cluster_delivery": "direct",
 }

@@ -1,0 +1,56 @@
+# -*- coding: utf-8 -*-
+# Copyright: (c) 2026, cps.gpu_cluster contributors
+# GNU General Public License v3.0+ (see COPYING or https://www.gnu.org/licenses/gpl-3.0.txt)
+"""Filter pinned: a version (or image) from the collection's versions file (module_utils.versions)."""
+
+from __future__ import (absolute_import, division, print_function)
+__metaclass__ = type
+
+DOCUMENTATION = r"""
+name: pinned
+author: cps.gpu_cluster contributors
+version_added: 0.2.0
+short_description: A version or image the collection pins in its versions file
+description:
+  - Returns the value of one entry of C(versions.yml) at the collection's root, the one place every
+    pinned version lives (K3s, charts, images, the Terraform provider, the helm and terraform CLIs;
+    C(docs/versions.md)). Role defaults read their pins through it.
+  - Fails naming the pinned keys when the key is unknown.
+options:
+  _input:
+    description: The entry's key, like C(k3s_version), C(gpu_operator_chart) or C(kube_vip_image).
+    type: str
+    required: true
+"""
+
+EXAMPLES = r"""
+- name: The K3s release the collection pins
+  ansible.builtin.debug:
+    msg: "{{ 'k3s_version' | cps.gpu_cluster.pinned }}"
+"""
+
+RETURN = r"""
+_value:
+  description: The pinned value (a version, or a full image reference registry/repository:tag).
+  type: str
+  sample: v1.36.4+k3s1
+"""
+
+from ansible.errors import AnsibleFilterError
+
+from ansible_collections.cps.gpu_cluster.plugins.module_utils import versions
+
+
+def pinned(key):
+    """The pinned value of one key of versions.yml."""
+    try:
+        return versions.pinned(key)
+    except (IOError, OSError, ValueError) as exc:
+        raise AnsibleFilterError("cps.gpu_cluster.pinned: %s" % exc) from exc
+
+
+class FilterModule(object):
+    """pinned."""
+
+    def filters(self):
+        return {"pinned": pinned}

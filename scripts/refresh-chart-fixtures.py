@@ -1,0 +1,103 @@
+#!/usr/bin/env python3
+"""Refresh the chart fixtures the render tier validates our values against, after a chart pin of
+versions.yml changed (a Renovate PR that bumps a chart runs this, and `make render` then shows
+whether our values still fit the new chart).
+
+For every Helm chart of versions.yml (datasource=helm) the fixture directory is
+tests/fixtures/charts/<chart>-<version>/ with the chart's Chart.yaml, values.yaml,
+values.schema.json (when it ships one) and crds/*.yaml. A missing one is pulled with
+`helm pull <chart> --repo <registryUrl> --version <version>`, the directories of older versions
+of that chart are removed, and tests/fixtures/SOURCES.md gets a line saying where the files came from.
+
+  scripts/refresh-chart-fixtures.py           pull what is missing (needs helm and the network)
+  scripts/refresh-chart-fixtures.py --check   exit 1 naming each chart whose fixture is missing (no network)
+"""
+
+import argparse
+import datetime
+import importlib.util
+import shutil
+import subprocess
+import sys
+import tempfile
+from pathlib import Path
+
+REPO = Path(__file__).resolve().parents[1]
+KEPT = ("Chart.yaml", "values.yaml", "values.schema.json")
+
+
+def _versions_module():
+    spec = importlib.util.spec_from_file_location("gpu_cluster_versions", REPO / "plugins" / "module_utils" / "versions.py")
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
+
+
+def charts(versions_file):
+    """[(chart, version, registryUrl)] of the Helm entries of a versions file."""
+    entries = _versions_module().parse_versions(Path(versions_file).read_text())
+    return [(e["depName"], e["value"], e["registryUrl"]) for _, e in sorted(entries.items()) if e["datasource"] == "helm"]
+
+
+def fixture_dir(charts_dir, chart, version):
+    return Path(charts_dir) / (f"{chart}-{version}")
+
+
+def pull(helm, chart, version, repo_url, target):
+    """helm pull into a temporary directory; copy the files the render tier reads into target."""
+    with tempfile.TemporaryDirectory() as tmp:
+        argv = [helm, "pull", chart, "--repo", repo_url, "--version", version, "--untar", "--untardir", tmp]
+        done = subprocess.run(argv, capture_output=True, text=True, check=False)
+        if done.returncode != 0:
+            raise RuntimeError("{} failed: {}".format(" ".join(argv), (done.stderr or done.stdout).strip()))
+        source = Path(tmp) / chart
+        if not (source / "values.yaml").is_file():
+            raise RuntimeError(f"helm pull {chart} {version} gave no {chart}/values.yaml")
+        target.mkdir(parents=True)
+        for name in KEPT:
+            if (source / name).is_file():
+                shutil.copy2(source / name, target / name)
+        for crd in sorted((source / "crds").glob("*.yaml")) if (source / "crds").is_dir() else []:
+            shutil.copy2(crd, target / crd.name)
+
+
+def main(argv=None):
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--check", action="store_true", help="only report missing fixtures (exit 1 when one is)")
+    parser.add_argument("--versions", default=str(REPO / "versions.yml"))
+    parser.add_argument("--charts-dir", default=str(REPO / "tests" / "fixtures" / "charts"))
+    parser.add_argument("--sources", default=str(REPO / "tests" / "fixtures" / "SOURCES.md"))
+    parser.add_argument("--helm", default="helm")
+    args = parser.parse_args(argv)
+
+    missing = [(c, v, r) for c, v, r in charts(args.versions) if not fixture_dir(args.charts_dir, c, v).is_dir()]
+    if args.check:
+        for chart, version, repo_url in missing:
+            print(f"missing chart fixture {fixture_dir(args.charts_dir, chart, version)}: run scripts/refresh-chart-fixtures.py "
+                  f"(helm pull {chart} --repo {repo_url} --version {version})")
+        return 1 if missing else 0
+    if missing and shutil.which(args.helm) is None:
+        print(f"refresh-chart-fixtures: no helm binary ({args.helm}) on PATH; install helm (bindep.txt, profile cli)", file=sys.stderr)
+        return 2
+    for chart, version, repo_url in missing:
+        target = fixture_dir(args.charts_dir, chart, version)
+        try:
+            pull(args.helm, chart, version, repo_url, target)
+        except RuntimeError as exc:
+            print(f"refresh-chart-fixtures: {exc}", file=sys.stderr)
+            return 1
+        for old in sorted(Path(args.charts_dir).glob(f"{chart}-*")):
+            if old != target and old.is_dir() and old.name[len(chart) + 1:][:1] in "v0123456789":
+                shutil.rmtree(old)
+                print(f"removed {old}")
+        with open(args.sources, "a") as sources:
+            sources.write(f"| charts/{target.name}/ | | helm pull {chart} --repo {repo_url} --version {version} "
+                          f"(scripts/refresh-chart-fixtures.py, {datetime.date.today().isoformat()}) |\n")
+        print(f"pulled {target}; now run: make render")
+    if not missing:
+        print(f"every chart of {args.versions} has its fixture")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,157 @@
+"""The collection as users get it (issue 16, "Done when"): `ansible-galaxy collection build` of a
+copy of this checkout that also holds what a working checkout accumulates (the collections/
+self-link, .ansible caches, lab state, Terraform state, a user's own inventory, a virtualenv),
+then the tarball installed into an empty home directory and the commands of docs/installing.md
+run there, one by one, against an inventory outside the collection, with no ansible.cfg and no
+path into this checkout."""
+
+from __future__ import annotations
+
+import os
+import re
+import shutil
+import subprocess
+import tarfile
+from pathlib import Path
+
+import pytest
+import yaml
+
+REPO = Path(__file__).resolve().parents[2]
+BIN = Path(shutil.which("ansible-galaxy") or REPO / ".venv" / "bin" / "ansible-galaxy").parent
+GALAXY = yaml.safe_load((REPO / "galaxy.yml").read_text())
+TARBALL_NAME = "{}-{}-{}.tar.gz".format(GALAXY["namespace"], GALAXY["name"], GALAXY["version"])
+DOC = REPO / "docs" / "installing.md"
+
+# What a working checkout accumulates that must never be shipped: path -> content.
+PLANTED = {
+    ".ansible/facts/cp1": "{}",
+    ".pytest_cache/v/cache/lastfailed": "{}",
+    ".ruff_cache/0.17.6/x": "",
+    ".venv/bin/python": "",
+    ".tiers.log": "ruff PASS",
+    "build/old.tar.gz": "",
+    "reports/homelab-verify.md": "PASS",
+    "lab/.state/inventory/hosts.yml": "all: {}",
+    "terraform/proxmox/terraform.tfstate": '{"secret": "token"}',
+    "terraform/proxmox/terraform.tfstate.backup": "{}",
+    "terraform/proxmox/.terraform/providers/x": "",
+    "terraform/proxmox/.terraform.lock.hcl": "",
+    "terraform/proxmox/generated/inventory.yml": "all: {}",
+    "terraform/proxmox/homelab.auto.tfvars.json": "{}",
+    "inventories/homelab/.gpu-cluster/terraform/terraform.tfstate": "{}",
+    "inventories/homelab/.gpu-cluster/reports/homelab-verify.md": "PASS",
+    "molecule/k3s_ha/.ansible/facts/cp1": "{}",
+    "inventories/mine/hosts.yml": "all: {}",
+    "inventories/homelab2/hosts.yml": "all: {}",
+    "inventories/home/hosts.yml": "all: {}",
+    "inventories/h/hosts.yml": "all: {}",
+    "plugins/module_utils/__pycache__/k3s.cpython-313.pyc": "",
+    "node_modules/renovate/package.json": "{}",
+    "context/Containerfile": "",
+    "tests/output/junit.xml": "",
+}
+# Tracked files that are deliberately not part of the collection.
+NOT_SHIPPED = {".gitignore", ".ci/run", "galaxy.yml"}  # galaxy.yml becomes MANIFEST.json
+# Files the collection cannot work without.
+ESSENTIAL = {
+    "README.md", "COPYING", "meta/runtime.yml", "playbooks/site.yml", "playbooks/preflight.yml", "playbooks/render.yml",
+    "inventories/homelab/hosts.yml", "inventories/homelab/group_vars/all/main.yml", "terraform/proxmox/main.tf",
+    "terraform/proxmox/inventory.yml.tftpl", "roles/k3s_node/tasks/main.yml", "plugins/module_utils/state_dir.py",
+    "plugins/filter/state_dir.py", "requirements.txt", "requirements.yml", "bindep.txt", "execution-environment.yml",
+}
+
+
+def _tracked():
+    out = subprocess.run(["git", "ls-files", "--cached", "--others", "--exclude-standard", "-z"], cwd=REPO,
+                         capture_output=True, check=True).stdout.decode()
+    return {name for name in out.split("\0") if name and (REPO / name).is_file() and not (REPO / name).is_symlink()}
+
+
+@pytest.fixture(scope="module")
+def built(tmp_path_factory):
+    """A checkout copy full of junk, built with ansible-galaxy: (tarball path, its file names, tracked files)."""
+    root = tmp_path_factory.mktemp("packaging")
+    src = root / "src"
+    tracked = _tracked()
+    for name in tracked:
+        (src / name).parent.mkdir(parents=True, exist_ok=True)
+        shutil.copy2(REPO / name, src / name)
+    for name, content in PLANTED.items():
+        (src / name).parent.mkdir(parents=True, exist_ok=True)
+        (src / name).write_text(content)
+    (src / "collections" / "ansible_collections" / "cps").mkdir(parents=True)
+    (src / "collections" / "ansible_collections" / "cps" / "gpu_cluster").symlink_to("../../..")
+    dist = root / "dist"
+    done = subprocess.run([str(BIN / "ansible-galaxy"), "collection", "build", "--output-path", str(dist)], cwd=src,
+                          capture_output=True, text=True, timeout=300, check=False)
+    assert done.returncode == 0, done.stdout + done.stderr
+    tarball = dist / TARBALL_NAME
+    with tarfile.open(tarball) as tar:
+        names = {member.name for member in tar.getmembers() if member.isfile()}
+    return tarball, names, tracked
+
+
+def test_tarball_holds_the_collection_and_nothing_else(built):
+    _, names, tracked = built
+    shipped = names - {"MANIFEST.json", "FILES.json"}
+    assert not shipped - tracked, f"files in the tarball that are not part of the checkout: {sorted(shipped - tracked)}"
+    assert tracked - shipped == NOT_SHIPPED, f"tracked files missing from the tarball: {sorted(tracked - shipped - NOT_SHIPPED)}"
+    assert ESSENTIAL <= shipped, sorted(ESSENTIAL - shipped)
+    for name in PLANTED:
+        assert name not in names
+    assert not [n for n in names if n.startswith(("collections/", ".ansible/", ".venv/", "build/", "lab/.state/"))]
+    assert not [n for n in names if re.search(r"\.tfstate|\.terraform|__pycache__|\.pyc$|/\.gpu-cluster/", n)]
+    assert {n.split("/")[1] for n in names if n.startswith("inventories/")} == {"homelab"}
+
+
+def _documented_commands():
+    """The shell lines of the block docs/installing.md marks as tested."""
+    text = DOC.read_text()
+    block = re.search(r"<!-- tested: tests/integration/test_installed_collection\.py -->\n```sh\n(.*?)```", text, re.S)
+    assert block, "docs/installing.md lost its tested command block"
+    return [line for line in block.group(1).splitlines() if line.strip() and not line.lstrip().startswith("#")]
+
+
+def _listing(path):
+    return sorted(str(p.relative_to(path)) for p in path.rglob("*"))
+
+
+def test_documented_commands_from_the_installed_tarball(built, tmp_path):
+    tarball, _, _ = built
+    home = tmp_path / "home"
+    home.mkdir()
+    shutil.copy2(tarball, home / TARBALL_NAME)
+    env = {key: value for key, value in os.environ.items() if not key.startswith("ANSIBLE_")}
+    env.update(HOME=str(home), PATH="{}:{}".format(BIN, os.environ.get("PATH", "/usr/bin:/bin")),
+               ANSIBLE_NOCOLOR="1", ANSIBLE_STDOUT_CALLBACK="default")
+    installed = home / ".ansible" / "collections" / "ansible_collections" / "cps" / "gpu_cluster"
+    outputs = []
+    commands = _documented_commands()
+    assert [c.split()[0] for c in commands] == ["ansible-galaxy", "cp", "ansible-playbook", "ansible-playbook"]
+    for command in commands:
+        done = subprocess.run(["bash", "-euo", "pipefail", "-c", command], cwd=home, env=env, capture_output=True,
+                              text=True, timeout=600, check=False)
+        assert done.returncode == 0, f"{command}\n{done.stdout[-4000:]}{done.stderr[-4000:]}"
+        outputs.append(done.stdout)
+        if command.startswith("ansible-galaxy"):
+            shipped = _listing(installed)
+            assert "playbooks/site.yml" in shipped and not (installed / "collections").exists()
+    preflight, render = outputs[2], outputs[3]
+    assert "Inventory OK: cluster homelab" in preflight
+    assert "state in %s" % (home / "homelab" / ".gpu-cluster") in preflight
+    rendered = home / "homelab-render" / "homelab"
+    bundles = {p.name for p in rendered.iterdir()}
+    assert {"nfs-subdir-external-provisioner", "gpu-operator", "fast-scratch"} <= bundles, bundles
+    for bundle in bundles:
+        assert (rendered / bundle / "fleet.yaml").is_file()
+    assert "failed=0" in render
+    # nothing was written into the installed collection
+    assert _listing(installed) == shipped
+
+    # the reference inventory inside the installed collection is refused: its state would go with it
+    refused = subprocess.run(["ansible-playbook", "cps.gpu_cluster.preflight", "-i", str(installed / "inventories" / "homelab")],
+                             cwd=home, env=env, capture_output=True, text=True, timeout=300, check=False)
+    assert refused.returncode != 0
+    assert "is inside the installed collection" in refused.stdout
+    assert f"cp -r {installed}/inventories/homelab ~/homelab" in refused.stdout
