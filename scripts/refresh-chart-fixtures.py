@@ -27,6 +27,11 @@ KEPT = ("Chart.yaml", "values.yaml", "values.schema.json")
 
 
 def _versions_module():
+    # versions.py imports cps.gpu_cluster: from a checkout through its collections/ link, from an
+    # installed collection through the collections root three levels up.
+    for root in (REPO / "collections", *REPO.parents[2:3]):
+        if (root / "ansible_collections" / "cps" / "gpu_cluster").is_dir() and str(root) not in sys.path:
+            sys.path.insert(0, str(root))
     spec = importlib.util.spec_from_file_location("gpu_cluster_versions", REPO / "plugins" / "module_utils" / "versions.py")
     module = importlib.util.module_from_spec(spec)
     spec.loader.exec_module(module)

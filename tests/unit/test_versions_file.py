@@ -71,9 +71,15 @@ def test_roles_read_their_pins_from_the_versions_file(path, variable, key):
     assert f"'{key}' | cps.gpu_cluster.pinned" in value
 
 
-def test_verify_images_come_from_the_versions_file():
-    images = yaml.safe_load((REPO / "playbooks" / "vars" / "verify_defaults.yml").read_text())["__verify_defaults"]["images"]
-    assert images == {name: f"{{{{ 'verify_{name}_image' | cps.gpu_cluster.pinned }}}}" for name in ("cuda", "vectoradd", "pytorch", "busybox")}
+def test_verify_images_are_the_versions_file_pins():
+    """roles/verify's image defaults (and their argument-spec defaults) are the pins of versions.yml."""
+    pins = yaml.safe_load((REPO / "versions.yml").read_text())
+    defaults = yaml.safe_load((REPO / "roles" / "verify" / "defaults" / "main.yml").read_text())
+    spec = yaml.safe_load((REPO / "roles" / "verify" / "meta" / "argument_specs.yml").read_text())
+    options = spec["argument_specs"]["main"]["options"]
+    for name in ("cuda", "vectoradd", "pytorch", "busybox", "tensorflow"):
+        assert defaults[f"verify_image_{name}"] == pins[f"verify_{name}_image"], name
+        assert options[f"verify_image_{name}"]["default"] == pins[f"verify_{name}_image"], name
 
 
 def _js_to_python(regex):
