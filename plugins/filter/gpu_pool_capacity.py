@@ -13,7 +13,7 @@ version_added: 0.3.0
 short_description: Expected capacity of every GPU pool of gpu_cluster_gpu_pools
 description:
   - Validates the pools against the GPU workers (the messages preflight prints) and computes what each
-    pool must advertise: exclusive = GPUs; timeslice = GPUs x C(replicas) (C(nvidia.com/gpu), or
+    pool must advertise, with exclusive = GPUs; timeslice = GPUs x C(replicas) (C(nvidia.com/gpu), or
     C(nvidia.com/gpu.shared) with C(renameByDefault)); mig = slices per GPU x GPUs, the slices of the
     pool's C(mig_profile) on each node's GPU model as the GPU Operator's default mig-parted configuration
     defines them (C(nvidia.com/mig-<profile>), MIG strategy mixed).
