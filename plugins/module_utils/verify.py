@@ -588,8 +588,8 @@ def judge_job(job, job_status, log, deadline=1200):
     measured = None
     if not succeeded:
         status = FAIL
-        detail = "Job did not succeed (%s)" % (reasons or ("not finished in %s s" % deadline if not finished
-                                                          else "failed"))
+        why = reasons or ("not finished in %s s" % deadline if not finished else "failed")
+        detail = "Job did not succeed (%s)" % why
         if job.get("judge") == "network":
             lost = re.findall(r"^reach (\S+) FAIL$", log, re.M)
             if lost:
@@ -977,7 +977,7 @@ def verify_result(rows, jobs_ran, lab=False):
     else:
         result = PASS
         summary = "%d checks%s%s" % (len(rows), ", %d WARN" % warned if warned else "",
-                                           ", %d SKIPPED" % skipped if skipped else "")
+                                     ", %d SKIPPED" % skipped if skipped else "")
     return {"result": result, "failed": bool(failures or unverified), "failures": failures,
             "not_verified": unverified + ([] if unverified else missing), "skipped": skipped,
             "warned": warned, "checked": len(rows), "summary": summary}

@@ -93,7 +93,7 @@ def built(tmp_path_factory):
 
 
 def test_tarball_holds_the_collection_and_nothing_else(built):
-    _, names, tracked = built
+    names, tracked = built[1], built[2]
     shipped = names - {"MANIFEST.json", "FILES.json"}
     assert not shipped - tracked, f"files in the tarball that are not part of the checkout: {sorted(shipped - tracked)}"
     assert tracked - shipped == NOT_SHIPPED, f"tracked files missing from the tarball: {sorted(tracked - shipped - NOT_SHIPPED)}"
@@ -118,7 +118,7 @@ def _listing(path):
 
 
 def test_documented_commands_from_the_installed_tarball(built, tmp_path):
-    tarball, _, _ = built
+    tarball = built[0]
     home = tmp_path / "home"
     home.mkdir()
     shutil.copy2(tarball, home / TARBALL_NAME)

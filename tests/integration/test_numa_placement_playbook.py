@@ -137,7 +137,6 @@ def test_preflight_refuses_a_bad_setting(provision):
     assert "pve1: gpu_cluster_numa_hugepages is '1GB'; use none, 1G or 2M" in done.stdout + done.stderr
 
 
-
 @pytest.mark.parametrize("live", [False, True], ids=["captured", "live-sysfs"])
 def test_proxmox_host_refuses_before_the_role_touches_the_host(tmp_path, live):
     """proxmox_host.yml plans too (it reserves the plan's huge pages): a refused plan stops the play

@@ -201,8 +201,9 @@ def validation_problems(docs, crds, k8s_version):
 # Defects of a pinned upstream chart that the strict validation finds: (chart dir, words of the
 # problem) -> why it is accepted. Each must still be found (else remove it), nothing else passes.
 KNOWN_UPSTREAM_DEFECTS = {
-    ("gpu-operator-v25.10.1", "Job gpu-operator-node-feature-discovery-prune: Additional properties are not allowed "
-                              "('resources' was unexpected) at ['spec', 'template', 'spec']"):
+    ("gpu-operator-v25.10.1",
+     "Job gpu-operator-node-feature-discovery-prune: Additional properties are not allowed "
+     "('resources' was unexpected) at ['spec', 'template', 'spec']"):
         "node-feature-discovery v0.18.2's post-delete-job.yaml puts the container's resources at the pod spec level "
         "(fixed in 0.19.0, the subchart of v26.7.0); the API server drops the unknown field with a warning. Only the "
         "legacy render (the seed's operator) has it.",

@@ -44,6 +44,7 @@ def test_code_constants_equal_the_versions_file():
 def test_terraform_providers_equal_the_versions_file():
     with open(REPO / "terraform" / "proxmox" / "versions.tf") as handle:
         providers = hcl2.load(handle)["terraform"][0]["required_providers"][0]
+
     def unquoted(value):  # python-hcl2 8 keeps the string's quotes
         return value.strip('"')
     assert unquoted(providers["proxmox"]["version"]) == "= " + VALUES["terraform_provider_proxmox_version"]

@@ -245,7 +245,7 @@ def _timed(torch, dev, fn, iterations):
     fn()
     torch.cuda.synchronize(dev)
     start = time.perf_counter()
-    for _ in range(iterations):
+    for _round in range(iterations):
         fn()
     torch.cuda.synchronize(dev)
     return time.perf_counter() - start
@@ -265,7 +265,7 @@ def _matmul(torch, dev, dtype, n, iterations, *, smi_fields=None):
                             text=True)
     done, start = 0, time.perf_counter()
     while done < iterations or (proc.poll() is None and time.perf_counter() - start < 30):
-        for _ in range(iterations):
+        for _round in range(iterations):
             a @ b
         torch.cuda.synchronize(dev)
         done += iterations
@@ -310,7 +310,7 @@ def measure_gpu(torch, index, smi_fields, burn=0, n=8192):
         try:
             torch.backends.cuda.matmul.allow_tf32 = tf32
             out[key], under_load = _matmul(torch, dev, dtype, n, iterations,
-                                               smi_fields=smi_fields if label == "bf16" else None)
+                                           smi_fields=smi_fields if label == "bf16" else None)
             if under_load:
                 sample = under_load
         except Exception as exc:  # pylint: disable=broad-except  # a failed measurement is a reason, not a crash
@@ -335,12 +335,12 @@ def _allreduce_worker(rank, world, port, result):
     torch.cuda.set_device(rank)
     dist.init_process_group("nccl", rank=rank, world_size=world)
     tensor = torch.ones(64 << 20, dtype=torch.float32, device="cuda")  # 256 MiB
-    for _ in range(3):
+    for _round in range(3):
         dist.all_reduce(tensor)
     torch.cuda.synchronize()
     iterations = 10
     start = time.perf_counter()
-    for _ in range(iterations):
+    for _round in range(iterations):
         dist.all_reduce(tensor)
     torch.cuda.synchronize()
     seconds = time.perf_counter() - start

@@ -87,7 +87,7 @@ def best_time(run, repeats):
     gc.collect()
     gc.disable()
     try:
-        for _ in range(repeats):
+        for _round in range(repeats):
             start = time.process_time()
             run()
             elapsed = time.process_time() - start

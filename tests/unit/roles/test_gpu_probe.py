@@ -57,7 +57,7 @@ def test_smi_value(cell, kind, value):
 
 
 def test_parse_skips_malformed_lines():
-    values, _ = probe.parse_smi_csv(["index", "clocks.sm"], "0, 1755\n1, 1980, extra\nx, 1\n\n")
+    values = probe.parse_smi_csv(["index", "clocks.sm"], "0, 1755\n1, 1980, extra\nx, 1\n\n")[0]
     assert values == {0: {"sm_clock_mhz": 1755}}
 
 
@@ -72,8 +72,8 @@ def test_parse_xid():
 def test_record_has_a_reason_for_every_null():
     values, reasons = probe.parse_smi_csv(probe.SMI_FIELDS, (FIXTURES / "h100-query-gpu.csv").read_text())
     # the sample under load: the SM clock up from the idle 345 MHz, a power-saving link trained up again
-    loaded, _ = probe.parse_smi_csv(["index", "clocks.sm", "pcie.link.gen.current", "clocks_event_reasons.active"],
-                                    "0, 1755, 5, 0x0000000000000000\n")
+    loaded = probe.parse_smi_csv(["index", "clocks.sm", "pcie.link.gen.current", "clocks_event_reasons.active"],
+                                 "0, 1755, 5, 0x0000000000000000\n")[0]
     smi = probe.apply_load_sample(dict(values[0], pcie_gen_current=1), loaded[0])
     assert (smi["sm_clock_mhz"], smi["pcie_gen_current"], smi["clock_event_reasons"]) == (1755, 5, [])
     record = probe.merge_record(0, {"matmul_bf16_tflops": 791.7, "device_copy_gbs": 2997.0, "h2d_pinned_gbs": 42.1},

@@ -108,4 +108,3 @@ def test_placement_validation_refuses(placement, message, tmp_path):
     output = " ".join(re.sub(r"\x1b\[[0-9;]*m", "", done.stdout + done.stderr).replace("│", " ").split())
     assert "Invalid value for variable" in output
     assert message.replace("\\", "") in output.replace("\\", ""), output
-

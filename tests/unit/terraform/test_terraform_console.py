@@ -35,6 +35,7 @@ def _terraform_binary():
     if TERRAFORM is None:
         pytest.fail(INSTALL, pytrace=False)
 
+
 BASE = {"proxmox_node": "pve9", "proxmox_host_address": "192.168.5.2", "template_vm_id": 9001,
         "scratch_storage": "fast", "cluster_name": "tiny", "node_network": "192.168.5.0/24",
         "gateway": "192.168.5.1", "dns_servers": ["192.168.5.1"], "ssh_public_keys": [SSH_KEY]}

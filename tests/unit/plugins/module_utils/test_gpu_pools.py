@@ -179,11 +179,11 @@ HOSTS = workers(wk_gpu1=(2, A100_80), wk_gpu2=(2, A100_80), wk_a30=(1, A30), wk_
                 wk_4090=(2, "NVIDIA GeForce RTX 4090"))
 
 
-def problems(pools, hosts=HOSTS):
-    return gp.pool_problems(pools, gp.workers_view(hosts))
+def problems(pools, hosts=None):
+    return gp.pool_problems(pools, gp.workers_view(HOSTS if hosts is None else hosts))
 
 
-def one(pools, hosts=HOSTS):
+def one(pools, hosts=None):
     found = problems(pools, hosts)
     assert len(found) == 1, found
     return found[0]

@@ -101,8 +101,8 @@ def test_the_collection_file_has_no_problems():
     assert v.file_problems() == []
 
 
-@pytest.mark.parametrize(("version", "warned"), [("v1.33.5+k3s1", True), ("v1.36.4+k3s1", False), ("v1.34.1+k3s2", False),
-                                                  ("garbage", False), (None, False)])
+@pytest.mark.parametrize(("version", "warned"), [
+    ("v1.33.5+k3s1", True), ("v1.36.4+k3s1", False), ("v1.34.1+k3s2", False), ("garbage", False), (None, False)])
 def test_inventory_warning_for_an_untested_minor(version, warned):
     groups = {"k3s_servers": ["cp1"]}
     hostvars = {"cp1": {"gpu_cluster_k3s_version": version}}
