@@ -53,6 +53,8 @@ CHARTS = {
     ("legacy", "nfs-subdir-external-provisioner"): ("nfs-subdir-external-provisioner-4.0.18", "nfs-provisioner"),
     ("homelab", "jupyterhub"): ("jupyterhub-4.4.0", "jupyterhub"),
     ("homelab", "monitoring"): ("kube-prometheus-stack-88.5.3", "monitoring"),
+    ("legacy", "jupyterhub"): ("jupyterhub-4.4.0", "jupyterhub"),
+    ("legacy", "monitoring"): ("kube-prometheus-stack-88.5.3", "monitoring"),
 }
 # Components the platform issues add on other branches: move a row into CHARTS when its bundle
 # is rendered (a rendered bundle still listed here fails test_every_helm_bundle_has_a_row).
@@ -425,3 +427,40 @@ def test_jupyterhub_profiles_make_strict_valid_pods(rendered):
     broken["kubespawner_override"]["volumes"].append({"name": "scratch2", "ephemeral": {"claimTemplate": {}}})
     assert any("'claimTemplate' was unexpected" in p
                for p in validation_problems([("broken", spawner_pod(singleuser, broken, None))], [], "1.33"))
+
+
+def pod_specs(docs):
+    """{(kind, name): pod spec} of the workloads and the Prometheus operator's own custom resources."""
+    specs = {}
+    for _path, doc in docs:
+        kind, spec = doc["kind"], doc.get("spec") or {}
+        if kind in ("Deployment", "StatefulSet", "DaemonSet", "Job"):
+            specs[(kind, doc["metadata"]["name"])] = spec["template"]["spec"]
+        elif kind in ("Prometheus", "Alertmanager"):
+            specs[(kind, doc["metadata"]["name"])] = spec
+    return specs
+
+
+def test_monitoring_infra_placement_reaches_every_component(rendered):
+    """gpu_monitoring_infra_nodes: the chart has no values schema, so a placement key under a wrong
+    name would be ignored silently; every long-running component but node-exporter (on every node)
+    must carry the infra nodeSelector and toleration, and the result stays strict-valid."""
+    sys.path.insert(0, str(REPO / "collections"))
+    from ansible_collections.cps.gpu_cluster.plugins.module_utils import gpu_monitoring
+
+    chart_dir, namespace = CHARTS[("homelab", "monitoring")]
+    helm = rendered["homelab"]["monitoring"]["helm"]
+    values = gpu_monitoring.stack_values(infra=True)
+    docs, crds = helm_template(chart_dir, values, helm["releaseName"], namespace)
+    assert validation_problems(docs, crds, "1.33") == []
+    specs = pod_specs(docs)
+    placed = {key for key, spec in specs.items()
+              if spec.get("nodeSelector") == {gpu_monitoring.INFRA_LABEL: "true"}
+              and gpu_monitoring.INFRA_TOLERATION in (spec.get("tolerations") or [])}
+    long_running = {key for key in specs if key[0] != "Job" and "node-exporter" not in key[1]}
+    assert long_running, sorted(specs)
+    assert long_running - placed == set()
+    assert {kind for kind, _name in long_running} >= {"Deployment", "Prometheus", "Alertmanager"}
+    # the homelab (no infra nodes) places nothing
+    homelab = pod_specs(render_row(rendered, "homelab", "monitoring")[0])
+    assert not any(spec.get("nodeSelector") == {gpu_monitoring.INFRA_LABEL: "true"} for spec in homelab.values())
