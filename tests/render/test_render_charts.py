@@ -31,6 +31,7 @@ import jsonschema
 import kubernetes_validate
 import pytest
 import yaml
+from ansible_collections.cps.gpu_cluster.plugins.module_utils import gpu_monitoring
 
 REPO = Path(__file__).resolve().parents[2]
 FIXTURES = REPO / "tests" / "fixtures"
@@ -392,7 +393,7 @@ def spawner_pod(singleuser, profile, choice=None):
     if choice:
         override.update(profile["profile_options"]["image"]["choices"][choice]["kubespawner_override"])
     expand = json.loads(json.dumps(override).replace("{user_server}", "alice").replace("{pvc_name}", "claim-alice"))
-    image = expand.get("image") or "%s:%s" % (singleuser["image"]["name"], singleuser["image"]["tag"])
+    image = expand.get("image") or f"{singleuser['image']['name']}:{singleuser['image']['tag']}"
     requests = {"cpu": str(expand["cpu_guarantee"]), "memory": expand["mem_guarantee"],
                 **expand.get("extra_resource_guarantees", {})}
     limits = {"cpu": str(expand["cpu_limit"]), "memory": expand["mem_limit"], **expand.get("extra_resource_limits", {})}
@@ -445,9 +446,6 @@ def test_monitoring_infra_placement_reaches_every_component(rendered):
     """gpu_monitoring_infra_nodes: the chart has no values schema, so a placement key under a wrong
     name would be ignored silently; every long-running component but node-exporter (on every node)
     must carry the infra nodeSelector and toleration, and the result stays strict-valid."""
-    sys.path.insert(0, str(REPO / "collections"))
-    from ansible_collections.cps.gpu_cluster.plugins.module_utils import gpu_monitoring
-
     chart_dir, namespace = CHARTS[("homelab", "monitoring")]
     helm = rendered["homelab"]["monitoring"]["helm"]
     values = gpu_monitoring.stack_values(infra=True)
