@@ -31,7 +31,7 @@ import jsonschema
 import kubernetes_validate
 import pytest
 import yaml
-from ansible_collections.cps.gpu_cluster.plugins.module_utils import gpu_monitoring
+from ansible_collections.cps.gpu_cluster.plugins.module_utils import gpu_monitoring, jupyterhub
 
 REPO = Path(__file__).resolve().parents[2]
 FIXTURES = REPO / "tests" / "fixtures"
@@ -384,6 +384,13 @@ def test_pending_chart_renders_with_its_defaults(render, bundle):
     assert validation_problems(docs, crds + crds_from_other_charts(chart_dir), RENDERS[render][1]) == []
 
 
+def spawner_bytes(value):
+    """KubeSpawner's ByteSpecification: K/M/G/T are powers of 1024; the Pod gets the bytes."""
+    units = {"K": 1024, "M": 1024 ** 2, "G": 1024 ** 3, "T": 1024 ** 4}
+    text = str(value)
+    return str(int(float(text[:-1]) * units[text[-1]]) if text[-1] in units else int(float(text)))
+
+
 def spawner_pod(singleuser, profile, choice=None):
     """The user Pod KubeSpawner makes of a profile of our ``singleuser.profileList`` (the chart
     passes the list to the hub unchecked): the profile's ``kubespawner_override`` (and the chosen
@@ -394,9 +401,10 @@ def spawner_pod(singleuser, profile, choice=None):
         override.update(profile["profile_options"]["image"]["choices"][choice]["kubespawner_override"])
     expand = json.loads(json.dumps(override).replace("{user_server}", "alice").replace("{pvc_name}", "claim-alice"))
     image = expand.get("image") or f"{singleuser['image']['name']}:{singleuser['image']['tag']}"
-    requests = {"cpu": str(expand["cpu_guarantee"]), "memory": expand["mem_guarantee"],
+    requests = {"cpu": str(expand["cpu_guarantee"]), "memory": spawner_bytes(expand["mem_guarantee"]),
                 **expand.get("extra_resource_guarantees", {})}
-    limits = {"cpu": str(expand["cpu_limit"]), "memory": expand["mem_limit"], **expand.get("extra_resource_limits", {})}
+    limits = {"cpu": str(expand["cpu_limit"]), "memory": spawner_bytes(expand["mem_limit"]),
+              **expand.get("extra_resource_limits", {})}
     container = {"name": "notebook", "image": image, "args": expand.get("cmd", ["jupyterhub-singleuser"]),
                  "env": [{"name": k, "value": v} for k, v in expand.get("environment", {}).items()],
                  "volumeMounts": expand["volume_mounts"], "resources": {"requests": requests, "limits": limits}}
@@ -462,3 +470,42 @@ def test_monitoring_infra_placement_reaches_every_component(rendered):
     # the homelab (no infra nodes) places nothing
     homelab = pod_specs(render_row(rendered, "homelab", "monitoring")[0])
     assert not any(spec.get("nodeSelector") == {gpu_monitoring.INFRA_LABEL: "true"} for spec in homelab.values())
+
+
+@pytest.mark.parametrize("auth", ["github", "generic-oauth", "dummy"])
+def test_jupyterhub_other_settings_render_strict_valid(auth):
+    """The values branches the homelab does not take (OAuth with its client secret from a Secret,
+    an Ingress with cert-manager TLS, named servers, a 4-GPU profile from a pool, custom images)
+    render strict-valid too, and the settings reach the objects."""
+    settings = {"namespace": "jupyterhub", "host": "hub.example.org", "ingress_class": "traefik",
+                "cert_issuer": "letsencrypt", "auth": auth, "admin_users": ["ada"], "allowed_users": ["ada", "bob"],
+                "oauth": {"client_id": "cid", "allowed_organizations": ["lab"], "authorize_url": "https://sso/authorize",
+                          "token_url": "https://sso/token", "userdata_url": "https://sso/userinfo"},
+                "named_servers": True, "named_server_limit": 3, "cull_timeout": 7200, "internet_egress": False,
+                "llm_namespaces": ["llm", "team-a"], "singleuser_package": "jupyterhub==5.3.0",
+                "images": {"cpu": "quay.io/jupyter/scipy-notebook:2025-03-14", "pytorch": "nvcr.io/nvidia/pytorch:25.01-py3",
+                           "tensorflow": "nvcr.io/nvidia/tensorflow:25.01-tf2-py3"}}
+    pools = [{"name": "big", "allocation": "exclusive", "nodes": ["wk-gpu1"]}]
+    entries = [{"name": "cpu", "gpu": 0}, {"name": "gpu-4", "gpu": 4, "pool": "big"},
+               {"name": "custom", "gpu": 1, "image": "registry.lab/notebook@sha256:" + "a" * 64}]
+    values = jupyterhub.chart_values(settings, entries, pools)
+    docs, crds = helm_template("jupyterhub-4.4.0", values, "jupyterhub", "jupyterhub")
+    assert validation_problems(docs, crds, "1.33") == []
+    kinds = {(doc["kind"], doc["metadata"]["name"]): doc for _path, doc in docs}
+    ingress = kinds[("Ingress", "jupyterhub")]
+    assert ingress["spec"]["tls"] == [{"hosts": ["hub.example.org"], "secretName": "jupyterhub-tls"}]
+    assert ingress["metadata"]["annotations"]["cert-manager.io/cluster-issuer"] == "letsencrypt"
+    hub_env = {e["name"]: e for e in kinds[("Deployment", "hub")]["spec"]["template"]["spec"]["containers"][0]["env"]}
+    if auth == "dummy":
+        assert jupyterhub.OAUTH_SECRET_ENV not in hub_env
+    else:
+        assert hub_env[jupyterhub.OAUTH_SECRET_ENV]["valueFrom"]["secretKeyRef"] == {
+            "name": "jupyterhub-oauth", "key": jupyterhub.OAUTH_SECRET_KEY}
+    egress = kinds[("NetworkPolicy", "singleuser")]["spec"]["egress"]
+    llm_rules = [rule["to"][0]["namespaceSelector"]["matchLabels"]["kubernetes.io/metadata.name"] for rule in egress
+                 if "namespaceSelector" in rule.get("to", [{}])[0]]
+    assert llm_rules == ["llm", "team-a"], egress
+    for profile in values["singleuser"]["profileList"]:
+        for choice in list((profile.get("profile_options") or {}).get("image", {}).get("choices", {})) or [None]:
+            pod = spawner_pod(values["singleuser"], profile, choice)
+            assert validation_problems([(profile["slug"], pod)], [], "1.33") == []
