@@ -471,7 +471,7 @@ POOLS_CAPACITY = [
      "resources": {"nvidia.com/mig-1g.10gb": 14}, "per_node": {"wk-gpu4": {"nvidia.com/mig-1g.10gb": 14}},
      "nodes": ["wk-gpu4"]},
 ]
-POOL_WORKERS = [{"node": "wk-gpu%d" % i, "gpu_count": 2, "expected": None} for i in range(1, 6)]
+POOL_WORKERS = [{"node": f"wk-gpu{i}", "gpu_count": 2, "expected": None} for i in range(1, 6)]
 
 
 def test_expected_capacity_takes_each_pool_members_offer():
