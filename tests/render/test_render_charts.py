@@ -20,6 +20,7 @@ from __future__ import annotations
 import copy
 import json
 import os
+import re
 import subprocess
 import sys
 from pathlib import Path
@@ -30,6 +31,7 @@ import jsonschema
 import kubernetes_validate
 import pytest
 import yaml
+from ansible_collections.cps.gpu_cluster.plugins.module_utils import gpu_monitoring, jupyterhub
 
 REPO = Path(__file__).resolve().parents[2]
 FIXTURES = REPO / "tests" / "fixtures"
@@ -50,15 +52,19 @@ CHARTS = {
     ("homelab", "nfs-subdir-external-provisioner"): ("nfs-subdir-external-provisioner-4.0.18", "nfs-provisioner"),
     ("legacy", "gpu-operator"): ("gpu-operator-v25.10.1", "gpu-operator"),
     ("legacy", "nfs-subdir-external-provisioner"): ("nfs-subdir-external-provisioner-4.0.18", "nfs-provisioner"),
+    ("homelab", "jupyterhub"): ("jupyterhub-4.4.0", "jupyterhub"),
+    ("homelab", "monitoring"): ("kube-prometheus-stack-88.5.3", "monitoring"),
+    ("legacy", "jupyterhub"): ("jupyterhub-4.4.0", "jupyterhub"),
+    ("legacy", "monitoring"): ("kube-prometheus-stack-88.5.3", "monitoring"),
 }
 # Components the platform issues add on other branches: move a row into CHARTS when its bundle
 # is rendered (a rendered bundle still listed here fails test_every_helm_bundle_has_a_row).
 PENDING = {
-    ("homelab", "jupyterhub"): ("jupyterhub-4.4.0", "jupyterhub"),
-    ("homelab", "kube-prometheus-stack"): ("kube-prometheus-stack", "monitoring"),
-    ("homelab", "cert-manager"): ("cert-manager", "cert-manager"),
-    ("homelab", "rancher"): ("rancher", "cattle-system"),
-    ("homelab", "fleet"): ("fleet", "cattle-fleet-system"),
+    # the management role's charts (issue 14), vendored at its pins
+    ("homelab", "cert-manager"): ("cert-manager-v1.19.6", "cert-manager"),
+    ("homelab", "rancher"): ("rancher-2.14.4", "cattle-system"),
+    ("homelab", "fleet-crd"): ("fleet-crd-0.15.6", "cattle-fleet-system"),
+    ("homelab", "fleet"): ("fleet-0.15.6", "cattle-fleet-system"),
 }
 
 
@@ -158,6 +164,24 @@ def validate_custom(doc, schema):
 
 # ---- Helm ----------------------------------------------------------------------------------------
 
+class ManifestLoader(getattr(yaml, "CSafeLoader", yaml.SafeLoader)):
+    """YAML as the API server reads it: PyYAML's YAML 1.1 resolver tags a plain ``=`` as the
+    ``!!value`` type it cannot construct, while Go's YAML reads it as the string "=" (the Prometheus
+    operator CRDs' relabel action enum lists ``=``). libyaml for speed: the CRDs are megabytes."""
+
+
+ManifestLoader.add_constructor("tag:yaml.org,2002:value", ManifestLoader.construct_yaml_str)
+
+
+# How Helm splits a rendered template into manifests (releaseutil.SplitManifests): a ``---`` at a
+# line start ends a document even without a blank after it (cert-manager's ``---# comment``).
+HELM_SEPARATOR = re.compile(r"(?:^|\s*\n)---\s*")
+
+
+def load_all(text):
+    return [doc for part in HELM_SEPARATOR.split(text) for doc in yaml.load_all(part, Loader=ManifestLoader) if doc]
+
+
 def load_chart(chart_dir):
     path = HELM_CHARTS / chart_dir
     assert (path / "Chart.yaml").is_file(), f"chart {chart_dir} is not vendored under {HELM_CHARTS}"
@@ -173,11 +197,24 @@ def helm_template(chart_dir, values, release, namespace):
     for path, text in sorted(rendered.items()):
         if not path.endswith((".yaml", ".yml")):
             continue  # NOTES.txt
-        for doc in yaml.safe_load_all(text):
-            if doc:
-                docs.append((path, doc))
-    crds = [doc for crd in chart.crds for doc in yaml.safe_load_all(crd["data"]) if doc]
+        docs += [(path, doc) for doc in load_all(text)]
+    crds = [doc for crd in chart.crds for doc in load_all(crd["data"])]
     return docs, crds
+
+
+# Custom resources a chart renders whose CRDs another chart installs: chart dir -> (chart dir, values)
+# whose rendered CustomResourceDefinitions validate them (the cluster has them before this chart).
+CRDS_FROM = {
+    "rancher-2.14.4": ("cert-manager-v1.19.6", {"crds": {"enabled": True}}),
+}
+
+
+def crds_from_other_charts(chart_dir):
+    if chart_dir not in CRDS_FROM:
+        return []
+    other, values = CRDS_FROM[chart_dir]
+    docs, crds = helm_template(other, values, other.split("-v")[0], "default")
+    return crds + [doc for _path, doc in docs if doc["kind"] == "CustomResourceDefinition"]
 
 
 def validation_problems(docs, crds, k8s_version):
@@ -243,8 +280,9 @@ def test_every_helm_bundle_has_a_row(rendered):
 def test_chart_renders_strict_valid(rendered, render, bundle):
     docs, crds = render_row(rendered, render, bundle)
     assert docs, f"{bundle}: the chart rendered nothing"
-    problems = validation_problems(docs, crds, RENDERS[render][1])
-    assert without_known_defects(CHARTS[(render, bundle)][0], problems) == []
+    chart_dir = CHARTS[(render, bundle)][0]
+    problems = validation_problems(docs, crds + crds_from_other_charts(chart_dir), RENDERS[render][1])
+    assert without_known_defects(chart_dir, problems) == []
 
 
 def test_gpu_operator_clusterpolicy_is_checked_against_the_full_crd(rendered):
@@ -290,6 +328,17 @@ def wrong(values, path, value):
     ("nfs-subdir-external-provisioner", ("nfs", "mountOptions"), 7, "range can't iterate over 7"),
     # an object of the wrong shape in the Deployment: kubernetes-validate rejects it
     ("nfs-subdir-external-provisioner", ("resources",), {"limit": {"cpu": "1"}}, "Additional properties"),
+    # the JupyterHub chart's values.schema.json: an unknown key and a storage type it does not know
+    ("jupyterhub", ("singleuser", "storage", "capacityy"), "10Gi", "additional properties 'capacityy' not allowed"),
+    ("jupyterhub", ("singleuser", "storage", "type"), "nfs", "value must be one of"),
+    # an Ingress of the wrong shape: kubernetes-validate rejects the rendered object
+    ("jupyterhub", ("ingress", "tls"), [{"hosts": ["jupyter.example"], "secretName": 7}], "7 is not of type 'string'"),
+    # kube-prometheus-stack: a Prometheus CR field of the wrong form (the operator's CRD schema)
+    ("monitoring", ("prometheus", "prometheusSpec", "retentionSize"), "42 GiB", "'42 GiB' does not match"),
+    ("monitoring", ("prometheus", "prometheusSpec", "storageSpec", "volumeClaimTemplate", "spec", "accessModes"),
+     "ReadWriteOnce", "is not of type 'array'"),
+    # a subchart (grafana) value that lands in a built-in object of the wrong shape
+    ("monitoring", ("grafana", "resources"), {"limit": {"cpu": "1"}}, "Additional properties"),
 ])
 def test_wrong_values_fail(rendered, bundle, path, value, words):
     chart_dir, namespace = CHARTS[("homelab", bundle)]
@@ -333,4 +382,131 @@ def test_pending_chart_renders_with_its_defaults(render, bundle):
     if not (HELM_CHARTS / chart_dir / "Chart.yaml").is_file():
         pytest.skip(f"{chart_dir} not vendored yet (its component is not on this branch)")
     docs, crds = helm_template(chart_dir, {}, bundle, namespace)
-    assert validation_problems(docs, crds, RENDERS[render][1]) == []
+    assert validation_problems(docs, crds + crds_from_other_charts(chart_dir), RENDERS[render][1]) == []
+
+
+def spawner_bytes(value):
+    """KubeSpawner's ByteSpecification: K/M/G/T are powers of 1024; the Pod gets the bytes."""
+    units = {"K": 1024, "M": 1024 ** 2, "G": 1024 ** 3, "T": 1024 ** 4}
+    text = str(value)
+    return str(int(float(text[:-1]) * units[text[-1]]) if text[-1] in units else int(float(text)))
+
+
+def spawner_pod(singleuser, profile, choice=None):
+    """The user Pod KubeSpawner makes of a profile of our ``singleuser.profileList`` (the chart
+    passes the list to the hub unchecked): the profile's ``kubespawner_override`` (and the chosen
+    image option's) over the chart's singleuser settings, with KubeSpawner's own expansions of
+    ``{user_server}`` and ``{pvc_name}``; KubeSpawner's ``cmd`` is the container's args."""
+    override = dict(profile["kubespawner_override"])
+    if choice:
+        override.update(profile["profile_options"]["image"]["choices"][choice]["kubespawner_override"])
+    expand = json.loads(json.dumps(override).replace("{user_server}", "alice").replace("{pvc_name}", "claim-alice"))
+    image = expand.get("image") or f"{singleuser['image']['name']}:{singleuser['image']['tag']}"
+    requests = {"cpu": str(expand["cpu_guarantee"]), "memory": spawner_bytes(expand["mem_guarantee"]),
+                **expand.get("extra_resource_guarantees", {})}
+    limits = {"cpu": str(expand["cpu_limit"]), "memory": spawner_bytes(expand["mem_limit"]),
+              **expand.get("extra_resource_limits", {})}
+    container = {"name": "notebook", "image": image, "args": expand.get("cmd", ["jupyterhub-singleuser"]),
+                 "env": [{"name": k, "value": v} for k, v in expand.get("environment", {}).items()],
+                 "volumeMounts": expand["volume_mounts"], "resources": {"requests": requests, "limits": limits}}
+    spec = {"containers": [container], "volumes": expand["volumes"], **expand.get("extra_pod_config", {})}
+    if expand.get("tolerations"):
+        spec["tolerations"] = expand["tolerations"]
+    if expand.get("node_selector"):
+        spec["nodeSelector"] = expand["node_selector"]
+    return {"apiVersion": "v1", "kind": "Pod", "metadata": {"name": "jupyter-alice", "namespace": "jupyterhub"},
+            "spec": spec}
+
+
+def test_jupyterhub_profiles_make_strict_valid_pods(rendered):
+    """Every profile (and image choice) of the rendered JupyterHub values becomes a user Pod the
+    API server accepts: the volumes, mounts, tolerations and resources we write are only read by
+    KubeSpawner at spawn time, so the chart's render cannot catch a wrong shape there."""
+    singleuser = rendered["homelab"]["jupyterhub"]["helm"]["values"]["singleuser"]
+    pods = []
+    for profile in singleuser["profileList"]:
+        choices = list((profile.get("profile_options") or {}).get("image", {}).get("choices", {})) or [None]
+        pods += [(profile["slug"], choice, spawner_pod(singleuser, profile, choice)) for choice in choices]
+    assert {slug for slug, _c, _p in pods} >= {"cpu", "gpu-1"}, [slug for slug, _c, _p in pods]
+    for slug, choice, pod in pods:
+        assert validation_problems([(f"profile {slug} {choice}", pod)], [], "1.33") == []
+        if slug != "cpu":
+            assert pod["spec"]["runtimeClassName"] == "nvidia"
+            assert {"dshm", "scratch"} <= {v["name"] for v in pod["spec"]["volumes"]}
+    broken = copy.deepcopy(singleuser["profileList"][-1])
+    broken["kubespawner_override"]["volumes"].append({"name": "scratch2", "ephemeral": {"claimTemplate": {}}})
+    assert any("'claimTemplate' was unexpected" in p
+               for p in validation_problems([("broken", spawner_pod(singleuser, broken, None))], [], "1.33"))
+
+
+def pod_specs(docs):
+    """{(kind, name): pod spec} of the workloads and the Prometheus operator's own custom resources."""
+    specs = {}
+    for _path, doc in docs:
+        kind, spec = doc["kind"], doc.get("spec") or {}
+        if kind in ("Deployment", "StatefulSet", "DaemonSet", "Job"):
+            specs[(kind, doc["metadata"]["name"])] = spec["template"]["spec"]
+        elif kind in ("Prometheus", "Alertmanager"):
+            specs[(kind, doc["metadata"]["name"])] = spec
+    return specs
+
+
+def test_monitoring_infra_placement_reaches_every_component(rendered):
+    """gpu_monitoring_infra_nodes: the chart has no values schema, so a placement key under a wrong
+    name would be ignored silently; every long-running component but node-exporter (on every node)
+    must carry the infra nodeSelector and toleration, and the result stays strict-valid."""
+    chart_dir, namespace = CHARTS[("homelab", "monitoring")]
+    helm = rendered["homelab"]["monitoring"]["helm"]
+    values = gpu_monitoring.stack_values(infra=True)
+    docs, crds = helm_template(chart_dir, values, helm["releaseName"], namespace)
+    assert validation_problems(docs, crds, "1.33") == []
+    specs = pod_specs(docs)
+    placed = {key for key, spec in specs.items()
+              if spec.get("nodeSelector") == {gpu_monitoring.INFRA_LABEL: "true"}
+              and gpu_monitoring.INFRA_TOLERATION in (spec.get("tolerations") or [])}
+    long_running = {key for key in specs if key[0] != "Job" and "node-exporter" not in key[1]}
+    assert long_running, sorted(specs)
+    assert long_running - placed == set()
+    assert {kind for kind, _name in long_running} >= {"Deployment", "Prometheus", "Alertmanager"}
+    # the homelab (no infra nodes) places nothing
+    homelab = pod_specs(render_row(rendered, "homelab", "monitoring")[0])
+    assert not any(spec.get("nodeSelector") == {gpu_monitoring.INFRA_LABEL: "true"} for spec in homelab.values())
+
+
+@pytest.mark.parametrize("auth", ["github", "generic-oauth", "dummy"])
+def test_jupyterhub_other_settings_render_strict_valid(auth):
+    """The values branches the homelab does not take (OAuth with its client secret from a Secret,
+    an Ingress with cert-manager TLS, named servers, a 4-GPU profile from a pool, custom images)
+    render strict-valid too, and the settings reach the objects."""
+    settings = {"namespace": "jupyterhub", "host": "hub.example.org", "ingress_class": "traefik",
+                "cert_issuer": "letsencrypt", "auth": auth, "admin_users": ["ada"], "allowed_users": ["ada", "bob"],
+                "oauth": {"client_id": "cid", "allowed_organizations": ["lab"], "authorize_url": "https://sso/authorize",
+                          "token_url": "https://sso/token", "userdata_url": "https://sso/userinfo"},
+                "named_servers": True, "named_server_limit": 3, "cull_timeout": 7200, "internet_egress": False,
+                "llm_namespaces": ["llm", "team-a"], "singleuser_package": "jupyterhub==5.3.0",
+                "images": {"cpu": "quay.io/jupyter/scipy-notebook:2025-03-14", "pytorch": "nvcr.io/nvidia/pytorch:25.01-py3",
+                           "tensorflow": "nvcr.io/nvidia/tensorflow:25.01-tf2-py3"}}
+    pools = [{"name": "big", "allocation": "exclusive", "nodes": ["wk-gpu1"]}]
+    entries = [{"name": "cpu", "gpu": 0}, {"name": "gpu-4", "gpu": 4, "pool": "big"},
+               {"name": "custom", "gpu": 1, "image": "registry.lab/notebook@sha256:" + "a" * 64}]
+    values = jupyterhub.chart_values(settings, entries, pools)
+    docs, crds = helm_template("jupyterhub-4.4.0", values, "jupyterhub", "jupyterhub")
+    assert validation_problems(docs, crds, "1.33") == []
+    kinds = {(doc["kind"], doc["metadata"]["name"]): doc for _path, doc in docs}
+    ingress = kinds[("Ingress", "jupyterhub")]
+    assert ingress["spec"]["tls"] == [{"hosts": ["hub.example.org"], "secretName": "jupyterhub-tls"}]
+    assert ingress["metadata"]["annotations"]["cert-manager.io/cluster-issuer"] == "letsencrypt"
+    hub_env = {e["name"]: e for e in kinds[("Deployment", "hub")]["spec"]["template"]["spec"]["containers"][0]["env"]}
+    if auth == "dummy":
+        assert jupyterhub.OAUTH_SECRET_ENV not in hub_env
+    else:
+        assert hub_env[jupyterhub.OAUTH_SECRET_ENV]["valueFrom"]["secretKeyRef"] == {
+            "name": "jupyterhub-oauth", "key": jupyterhub.OAUTH_SECRET_KEY}
+    egress = kinds[("NetworkPolicy", "singleuser")]["spec"]["egress"]
+    llm_rules = [rule["to"][0]["namespaceSelector"]["matchLabels"]["kubernetes.io/metadata.name"] for rule in egress
+                 if "namespaceSelector" in rule.get("to", [{}])[0]]
+    assert llm_rules == ["llm", "team-a"], egress
+    for profile in values["singleuser"]["profileList"]:
+        for choice in list((profile.get("profile_options") or {}).get("image", {}).get("choices", {})) or [None]:
+            pod = spawner_pod(values["singleuser"], profile, choice)
+            assert validation_problems([(profile["slug"], pod)], [], "1.33") == []
