@@ -56,13 +56,16 @@ CHARTS = {
     ("homelab", "monitoring"): ("kube-prometheus-stack-88.5.3", "monitoring"),
     ("legacy", "jupyterhub"): ("jupyterhub-4.4.0", "jupyterhub"),
     ("legacy", "monitoring"): ("kube-prometheus-stack-88.5.3", "monitoring"),
+    # the management phase (issue 14; the homelab switches it on), vendored at its pins
+    ("homelab", "cert-manager"): ("cert-manager-v1.19.6", "cert-manager"),
+    ("homelab", "rancher"): ("rancher-2.14.4", "cattle-system"),
+    ("legacy", "cert-manager"): ("cert-manager-v1.19.6", "cert-manager"),
+    ("legacy", "rancher"): ("rancher-2.14.4", "cattle-system"),
 }
 # Components the platform issues add on other branches: move a row into CHARTS when its bundle
 # is rendered (a rendered bundle still listed here fails test_every_helm_bundle_has_a_row).
 PENDING = {
-    # the management role's charts (issue 14), vendored at its pins
-    ("homelab", "cert-manager"): ("cert-manager-v1.19.6", "cert-manager"),
-    ("homelab", "rancher"): ("rancher-2.14.4", "cattle-system"),
+    # Fleet alone (gpu_cluster_management_mode fleet; the homelab runs Rancher), vendored at its pins
     ("homelab", "fleet-crd"): ("fleet-crd-0.15.6", "cattle-fleet-system"),
     ("homelab", "fleet"): ("fleet-0.15.6", "cattle-fleet-system"),
 }
@@ -237,13 +240,13 @@ def validation_problems(docs, crds, k8s_version):
 
 # Defects of a pinned upstream chart that the strict validation finds: (chart dir, words of the
 # problem) -> why it is accepted. Each must still be found (else remove it), nothing else passes.
+NFD_PRUNE_DEFECT = ("Job gpu-operator-node-feature-discovery-prune: Additional properties are not allowed "
+                    "('resources' was unexpected) at ['spec', 'template', 'spec']")
 KNOWN_UPSTREAM_DEFECTS = {
-    ("gpu-operator-v25.10.1",
-     "Job gpu-operator-node-feature-discovery-prune: Additional properties are not allowed "
-     "('resources' was unexpected) at ['spec', 'template', 'spec']"):
+    ("gpu-operator-v25.10.1", NFD_PRUNE_DEFECT): (
         "node-feature-discovery v0.18.2's post-delete-job.yaml puts the container's resources at the pod spec level "
         "(fixed in 0.19.0, the subchart of v26.7.0); the API server drops the unknown field with a warning. Only the "
-        "legacy render (the seed's operator) has it.",
+        "legacy render (the seed's operator) has it."),
 }
 
 
