@@ -28,7 +28,7 @@ LOCAL = ["-i", "localhost,", "-c", "local", "-e", f"ansible_python_interpreter={
 
 def playbook(*args):
     result = subprocess.run(["ansible-playbook", *map(str, args)], cwd=REPO, env=ENV,
-                            capture_output=True, text=True, timeout=300, check=False)
+                            capture_output=True, text=True, timeout=1200, check=False)
     return result.returncode, result.stdout + result.stderr
 
 

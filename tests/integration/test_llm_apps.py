@@ -26,7 +26,7 @@ MODELS = yaml.safe_load((HOMELAB / "group_vars" / "all" / "llm.yml").read_text()
 
 def playbook(*args):
     result = subprocess.run(["ansible-playbook", *map(str, args)], cwd=REPO, env=ENV,
-                            capture_output=True, text=True, timeout=300, check=False)
+                            capture_output=True, text=True, timeout=1200, check=False)
     return result.returncode, result.stdout + result.stderr
 
 

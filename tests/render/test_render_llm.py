@@ -36,7 +36,7 @@ def renders(tmp_path_factory):
     outs = {name: tmp_path_factory.mktemp(name) for name in jobs}
     procs = {name: start_render(outs[name], *args) for name, args in jobs.items()}
     for name, proc in procs.items():
-        output = proc.communicate(timeout=300)[0]
+        output = proc.communicate(timeout=1200)[0]
         assert proc.returncode == 0, f"render of {name} failed:\n{output[-6000:]}"
     return {name: out / "homelab" for name, out in outs.items()}
 
