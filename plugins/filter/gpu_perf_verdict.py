@@ -62,20 +62,9 @@ _value:
   type: dict
 """
 
-from ansible.errors import AnsibleFilterError
+from ansible_collections.cps.gpu_cluster.plugins.plugin_utils.filter_errors import wrap as _wrap
 
 from ansible_collections.cps.gpu_cluster.plugins.module_utils import verify
-
-
-def _wrap(function, name):
-    def wrapper(*args, **kwargs):
-        try:
-            return function(*args, **kwargs)
-        except (ValueError, KeyError, TypeError) as exc:
-            raise AnsibleFilterError("%s: %s" % (name, exc)) from exc
-    wrapper.__name__ = name
-    wrapper.__doc__ = function.__doc__
-    return wrapper
 
 
 class FilterModule(object):

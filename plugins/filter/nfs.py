@@ -11,20 +11,9 @@ nfs_exports_line(export, default_options): the exports(5) line of one export.
 from __future__ import (absolute_import, division, print_function)
 __metaclass__ = type
 
-from ansible.errors import AnsibleFilterError
+from ansible_collections.cps.gpu_cluster.plugins.plugin_utils.filter_errors import wrap as _wrap
 
 from ansible_collections.cps.gpu_cluster.plugins.module_utils import nfs_exports
-
-
-def _wrap(function):
-    def wrapper(*args, **kwargs):
-        try:
-            return function(*args, **kwargs)
-        except (ValueError, KeyError, TypeError) as exc:
-            raise AnsibleFilterError("%s: %s" % (function.__name__, exc)) from exc
-    wrapper.__name__ = function.__name__
-    wrapper.__doc__ = function.__doc__
-    return wrapper
 
 
 class FilterModule(object):
