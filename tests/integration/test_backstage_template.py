@@ -307,3 +307,37 @@ def test_bad_answers_are_refused_by_preflight(rendered):
 def test_the_form_refuses_two_control_plane_nodes():
     with pytest.raises(AssertionError, match="controlPlaneAddresses|is not valid under any of the given schemas"):
         answers_with_defaults(dict(ONE_SERVER, controlPlaneCount=3))
+
+
+# --- the same skeleton rendered by nunjucks itself -----------------------------------------------
+
+NUNJUCKS = SCHEMAS / "nunjucks-3.2.4" / "nunjucks.min.js"
+NUNJUCKS_RENDER = """
+const nunjucks = require(process.argv[1]);
+const input = JSON.parse(require('fs').readFileSync(0, 'utf8'));
+// Backstage's SecureTemplater: autoescape off, variables written ${{ ... }}.
+const env = new nunjucks.Environment([], {autoescape: false, tags: {variableStart: '${{', variableEnd: '}}'}});
+const out = {};
+for (const [name, source] of Object.entries(input.sources)) out[name] = env.renderString(source, {values: input.values});
+process.stdout.write(JSON.stringify(out));
+"""
+
+
+@pytest.mark.parametrize("name", sorted(dict(GOOD, bad=BAD)))
+def test_nunjucks_renders_the_skeleton_as_jinja_does(name, tmp_path):
+    """The jinja2 rendering above stands for Backstage's nunjucks only if both give the same bytes."""
+    node = shutil.which("node")
+    if not node:
+        pytest.skip("no node on PATH (scripts/install-host-deps.sh installs nodejs): nunjucks not compared with jinja2")
+    answers = dict(GOOD, bad=BAD)[name]
+    repository = render(answers, tmp_path / "repo")
+    parameters = answers_with_defaults(answers)
+    values = {key: parameters[PARAMETER_RE.search(expr).group(1)] for key, expr in step("fetch")["input"]["values"].items()
+              if PARAMETER_RE.search(expr).group(1) in parameters}
+    sources = {p.relative_to(SKELETON).as_posix(): p.read_text() for p in skeleton_files() if p.suffix == ".njk"}
+    result = subprocess.run([node, "-e", NUNJUCKS_RENDER, str(NUNJUCKS)], input=json.dumps({"values": values, "sources": sources}),
+                            capture_output=True, text=True, timeout=60, check=True)
+    by_nunjucks = json.loads(result.stdout)
+    assert len(by_nunjucks) == len(sources) >= 9
+    for relative, text in by_nunjucks.items():
+        assert text == (repository / relative[:-len(".njk")]).read_text(), relative
