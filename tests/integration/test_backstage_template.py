@@ -8,8 +8,10 @@
   a directory outside the collection passes the real preflight, run with the command the generated
   README documents; a bad answer set is refused by preflight with its message.
 
-Rendering: Backstage renders the skeleton with nunjucks, variables written ``${{ ... }}``. Here
-jinja2 renders it with the same delimiters. The skeleton keeps to what both engines treat alike:
+Rendering: Backstage renders the skeleton with nunjucks (nunjitsu, its nunjucks subset, since
+scaffolder-backend 4.x), variables written ``${{ ... }}``. Here jinja2 renders it with the same
+delimiters for preflight, and the last test checks that both Backstage engines (vendored, run with
+node) give the same bytes. The skeleton keeps to what both engines treat alike:
 ``{% for %}`` (with ``{% else %}``, ``loop.index``/``loop.index0``), ``{% if %}``, ``{% set %}``
 (plain and block form), dict literals and lookups, ``==``/``<``/``not``/``and``, the ``length``
 filter, and ``{%-`` whitespace control; no Python or JS methods, no filters one engine lacks.
@@ -309,35 +311,46 @@ def test_the_form_refuses_two_control_plane_nodes():
         answers_with_defaults(dict(ONE_SERVER, controlPlaneCount=3))
 
 
-# --- the same skeleton rendered by nunjucks itself -----------------------------------------------
+# --- the same skeleton rendered by Backstage's engines ----------------------------------------------
 
-NUNJUCKS = SCHEMAS / "nunjucks-3.2.4" / "nunjucks.min.js"
-NUNJUCKS_RENDER = """
+# Backstage's scaffolder rendered with nunjucks 3.2 (SecureTemplater: autoescape off, variables
+# ${{ ... }}); @backstage/plugin-scaffolder-backend 4.x renders with nunjitsu, a nunjucks subset whose
+# default variable delimiters are ${{ ... }}. Both are vendored (tests/fixtures/SOURCES.md).
+ENGINES = {
+    "nunjucks-3.2.4": (SCHEMAS / "nunjucks-3.2.4" / "nunjucks.min.js", """
 const nunjucks = require(process.argv[1]);
-const input = JSON.parse(require('fs').readFileSync(0, 'utf8'));
-// Backstage's SecureTemplater: autoescape off, variables written ${{ ... }}.
 const env = new nunjucks.Environment([], {autoescape: false, tags: {variableStart: '${{', variableEnd: '}}'}});
+const render = (source, context) => env.renderString(source, context);"""),
+    "nunjitsu-0.6.2": (SCHEMAS / "nunjitsu-0.6.2" / "index.cjs", """
+const renderer = require(process.argv[1]).createTemplateRenderer();
+const render = (source, context) => renderer.render(source, context);"""),
+}
+RENDER_ALL = """
+const input = JSON.parse(require('fs').readFileSync(0, 'utf8'));
 const out = {};
-for (const [name, source] of Object.entries(input.sources)) out[name] = env.renderString(source, {values: input.values});
+for (const [name, source] of Object.entries(input.sources)) out[name] = render(source, {values: input.values});
 process.stdout.write(JSON.stringify(out));
 """
 
 
+@pytest.mark.parametrize("engine", sorted(ENGINES))
 @pytest.mark.parametrize("name", sorted(dict(GOOD, bad=BAD)))
-def test_nunjucks_renders_the_skeleton_as_jinja_does(name, tmp_path):
-    """The jinja2 rendering above stands for Backstage's nunjucks only if both give the same bytes."""
+def test_backstage_engines_render_the_skeleton_as_jinja_does(name, engine, tmp_path):
+    """The jinja2 rendering above stands for Backstage's engine only if both give the same bytes."""
     node = shutil.which("node")
     if not node:
-        pytest.skip("no node on PATH (scripts/install-host-deps.sh installs nodejs): nunjucks not compared with jinja2")
+        pytest.skip("no node on PATH (scripts/install-host-deps.sh installs nodejs): the Backstage engines are not compared with jinja2")
+    module, setup = ENGINES[engine]
     answers = dict(GOOD, bad=BAD)[name]
     repository = render(answers, tmp_path / "repo")
     parameters = answers_with_defaults(answers)
     values = {key: parameters[PARAMETER_RE.search(expr).group(1)] for key, expr in step("fetch")["input"]["values"].items()
               if PARAMETER_RE.search(expr).group(1) in parameters}
     sources = {p.relative_to(SKELETON).as_posix(): p.read_text() for p in skeleton_files() if p.suffix == ".njk"}
-    result = subprocess.run([node, "-e", NUNJUCKS_RENDER, str(NUNJUCKS)], input=json.dumps({"values": values, "sources": sources}),
-                            capture_output=True, text=True, timeout=60, check=True)
-    by_nunjucks = json.loads(result.stdout)
-    assert len(by_nunjucks) == len(sources) >= 9
-    for relative, text in by_nunjucks.items():
+    result = subprocess.run([node, "-e", setup + RENDER_ALL, str(module)], input=json.dumps({"values": values, "sources": sources}),
+                            capture_output=True, text=True, timeout=60, check=False)
+    assert result.returncode == 0, result.stderr[-2000:]
+    by_engine = json.loads(result.stdout)
+    assert len(by_engine) == len(sources) >= 9
+    for relative, text in by_engine.items():
         assert text == (repository / relative[:-len(".njk")]).read_text(), relative
