@@ -50,11 +50,23 @@ VALUE_RE = re.compile(r"\bvalues\.([A-Za-z_][A-Za-z0-9_]*)")
 PARAMETER_RE = re.compile(r"\bparameters\.([A-Za-z_][A-Za-z0-9_]*)")
 
 
-def template_validator() -> jsonschema.Draft7Validator:
+# Backstage's entity name rule (@backstage/catalog-model KubernetesValidatorFunctions.isValidObjectName),
+# which the catalog applies besides the JSON schemas.
+ENTITY_NAME_RE = re.compile(r"([A-Za-z0-9][-A-Za-z0-9_.]*)?[A-Za-z0-9]")
+
+
+def entity_validator(schema_id: str) -> jsonschema.Draft7Validator:
     schemas = [json.loads(path.read_text()) for path in SCHEMAS.glob("*.schema.json")]
     registry = Registry().with_resources([(schema["$id"], DRAFT7.create_resource(schema)) for schema in schemas])
-    template_schema = next(schema for schema in schemas if schema["$id"] == "TemplateV1beta3")
-    return jsonschema.Draft7Validator(template_schema, registry=registry)
+    return jsonschema.Draft7Validator(next(schema for schema in schemas if schema["$id"] == schema_id), registry=registry)
+
+
+def template_validator() -> jsonschema.Draft7Validator:
+    return entity_validator("TemplateV1beta3")
+
+
+def valid_entity_name(name) -> bool:
+    return isinstance(name, str) and len(name) <= 63 and ENTITY_NAME_RE.fullmatch(name) is not None
 
 
 def pages() -> list:
@@ -91,6 +103,7 @@ def test_template_validates_against_backstage_schema():
     del broken["spec"]["steps"]
     broken["kind"] = "Component"
     messages = " ".join(e.message for e in validator.iter_errors(broken))
+    assert valid_entity_name(TEMPLATE["metadata"]["name"])
     assert "'steps' is a required property" in messages and "'Component' is not one of ['Template']" in messages
 
 
@@ -294,6 +307,26 @@ def test_rendered_inventories_hold_the_answers(rendered):
     assert load(same, "group_vars/all/platforms.yml")["gpu_cluster_management_mode"] == "fleet"
     tiny = load(rendered["one-server"][0], "hosts.yml")["all"]["children"]["k3s_cluster"]["children"]["k3s_agents"]["children"]
     assert tiny["infra_nodes"] == {"hosts": {}} and tiny["app_nodes"] == {"hosts": {}}
+
+
+@pytest.mark.parametrize("name", sorted(GOOD))
+def test_rendered_catalog_entity_is_valid(rendered, name):
+    """catalog:register reads catalog-info.yaml: a Resource entity by Backstage's schemas and name rule."""
+    entity = yaml.safe_load((rendered[name][0] / "catalog-info.yaml").read_text())
+    validator = entity_validator("ResourceV1alpha1")
+    assert [e.message for e in validator.iter_errors(entity)] == []
+    assert valid_entity_name(entity["metadata"]["name"]) and entity["metadata"]["name"] == GOOD[name]["clusterName"]
+    assert entity["spec"]["owner"] == "group:default/platform"
+    # The schema is live: a Resource without its owner is refused.
+    del entity["spec"]["owner"]
+    assert "'owner' is a required property" in [e.message for e in validator.iter_errors(entity)]
+
+
+def test_the_form_keeps_cluster_names_valid_entity_names():
+    pattern = re.compile(declared_parameters()["clusterName"]["pattern"])
+    for name in ("a", "homelab", "x" * 63, "lab-3"):
+        assert pattern.search(name) and valid_entity_name(name), name
+    assert not pattern.search("x" * 64) and not valid_entity_name("x" * 64)
 
 
 def test_bad_answers_are_refused_by_preflight(rendered):
