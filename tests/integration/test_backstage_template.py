@@ -80,7 +80,8 @@ def declared_parameters() -> dict:
         declared.update(page.get("properties", {}))
         for dependency in page.get("dependencies", {}).values():
             for branch in dependency.get("oneOf", []):
-                declared.update(branch.get("properties", {}))
+                for name, schema in branch.get("properties", {}).items():
+                    declared.setdefault(name, schema)
     return declared
 
 
@@ -320,6 +321,13 @@ def test_rendered_catalog_entity_is_valid(rendered, name):
     # The schema is live: a Resource without its owner is refused.
     del entity["spec"]["owner"]
     assert "'owner' is a required property" in [e.message for e in validator.iter_errors(entity)]
+
+
+def test_the_form_asks_for_the_nfs_server_when_nfs_is_on():
+    without_server = {k: v for k, v in ONE_SERVER.items() if k != "nfsServer"}
+    with pytest.raises(AssertionError, match=r"Platforms: .* is not valid under any of the given schemas"):
+        answers_with_defaults(without_server)
+    assert "nfsServer" not in answers_with_defaults(dict(without_server, nfsEnabled=False))
 
 
 def test_the_form_keeps_cluster_names_valid_entity_names():
