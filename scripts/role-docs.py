@@ -155,14 +155,15 @@ def format_type(spec: dict) -> str:
 def option_rows(options: dict, defaults: dict | None = None, prefix: str = "") -> list[list[str]]:
     """Table rows (name, type, required, default, description) of ``options`` and their suboptions."""
     rows = []
-    for name, spec in (options or {}).items():
-        spec = spec or {}
+    for name, given in (options or {}).items():
+        spec = given or {}
         full = f"{prefix}{name}"
         if "default" in spec:
             default = format_default(spec["default"])
         elif not prefix and defaults is not None and name in defaults:
             shown = format_default(defaults[name])
-            default = f"{shown} (defaults/main.yml)" if len(shown) <= MAX_DEFAULT and "\n" not in str(defaults[name]).strip() else "computed in defaults/main.yml"
+            inline = len(shown) <= MAX_DEFAULT and "\n" not in str(defaults[name]).strip()
+            default = f"{shown} (defaults/main.yml)" if inline else "computed in defaults/main.yml"
         else:
             default = ""
         description = " ".join(markup_to_markdown(p) for p in _paragraphs(spec.get("description")))

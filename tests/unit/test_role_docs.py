@@ -67,7 +67,8 @@ def test_prose_outside_code_is_converted_and_code_is_kept():
 
 @pytest.mark.parametrize(
     ("value", "shown"),
-    [("", '`""`'), ("0770", "`0770`"), (True, "`true`"), (900, "`900`"), ([], "`[]`"), ({}, "`{}`"), (["a", "b"], "`[a, b]`"), ({"gpu": "true"}, "`{gpu: 'true'}`")],
+    [("", '`""`'), ("0770", "`0770`"), (True, "`true`"), (900, "`900`"), ([], "`[]`"), ({}, "`{}`"),
+     (["a", "b"], "`[a, b]`"), ({"gpu": "true"}, "`{gpu: 'true'}`")],
 )
 def test_format_default(value, shown):
     assert role_docs.format_default(value) == shown
@@ -109,7 +110,8 @@ SPECS = {
 def test_option_rows_nest_suboptions():
     rows = role_docs.option_rows(SPECS["argument_specs"]["main"]["options"], {"demo_computed": "{{ x | default('y') }}", "demo_mode": "ignored"})
     names = [row[0] for row in rows]
-    assert names == ["`demo_exports`", "`demo_exports[].path`", "`demo_exports[].auth`", "`demo_exports[].auth.mode`", "`demo_token`", "`demo_mode`", "`demo_computed`"]
+    assert names == ["`demo_exports`", "`demo_exports[].path`", "`demo_exports[].auth`", "`demo_exports[].auth.mode`",
+                     "`demo_token`", "`demo_mode`", "`demo_computed`"]
     by_name = {row[0]: row for row in rows}
     assert by_name["`demo_exports`"][1:] == ["list of dict", "no", "", "Exports; each has `path`. Second paragraph."]
     assert by_name["`demo_exports[].path`"][1:3] == ["path", "yes"]
