@@ -103,7 +103,7 @@ clean: lab-destroy
 	rm -rf $(VENV) collections build .ansible .pytest_cache .tiers.log
 
 .PHONY: docs
-docs: dev-deps ## regenerate the role READMEs' variables reference from meta/argument_specs.yml
+docs: venv ## regenerate the role READMEs' variables reference from meta/argument_specs.yml
 	python scripts/role-docs.py
 
 .PHONY: mutants
