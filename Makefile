@@ -102,6 +102,10 @@ lab-destroy: ## tear the lab down
 clean: lab-destroy
 	rm -rf $(VENV) collections build .ansible .pytest_cache .tiers.log
 
+.PHONY: docs
+docs: venv ## regenerate the role READMEs' variables reference from meta/argument_specs.yml
+	python scripts/role-docs.py
+
 .PHONY: mutants
 mutants: deps ## mutation testing of plugins/module_utils/ (slow; not in make test): MUTANTS_FILES="phase k3s"
 	bash scripts/mutants.sh

@@ -6,63 +6,6 @@
 from __future__ import (absolute_import, division, print_function)
 __metaclass__ = type
 
-DOCUMENTATION = r"""
-name: inventory_problems
-author: cps.gpu_cluster contributors
-version_added: 0.1.0
-short_description: List every problem of a cps.gpu_cluster inventory
-description:
-  - Validates a whole inventory against the contract in C(docs/inventory.md) on the control node,
-    without contacting any host.
-  - Checks the group layout (every K3s group nested under C(k3s_cluster)), the K3s server count (odd, for
-    etcd quorum), host names, unique node IPs, the node network, cluster and service CIDRs (valid, disjoint,
-    large enough for the nodes and services), every address against the others (the API VIP free, DNS and
-    NFS servers outside the pod and service networks and reachable from the node network), every
-    C(gpu_cluster_*) variable a role or playbook reads (type, range, full-string syntax), pinned and
-    supported versions, GPU counts and models, PCI ids, PCI addresses and PCI device assignments.
-  - Never raises on odd values (nested lists, mappings, None); a wrong type is a message.
-  - Returns one message per problem, each naming the host or group and the variable and saying what to change.
-  - The companion filter C(cps.gpu_cluster.inventory_warnings) takes the same arguments and returns what is
-    allowed but probably wrong (an C(ansible_host) DNS name that disagrees with the inventory name, a host in no
-    group of the contract); preflight prints those and carries on.
-options:
-  _input:
-    description: The inventory's groups, as Ansible's C(groups) (group name to list of host names).
-    type: dict
-    required: true
-  hostvars:
-    description:
-      - The variables of every host, as Ansible's C(hostvars).
-      - Only C(ansible_host), C(ansible_connection), the C(gpu_cluster_*) variables and the variables of the
-        collection's roles (checked against each role's C(meta/argument_specs.yml)) are read.
-    type: dict
-    required: true
-"""
-
-EXAMPLES = r"""
-- name: Collect the inventory's problems
-  ansible.builtin.set_fact:
-    inventory_problems: "{{ groups | cps.gpu_cluster.inventory_problems(hostvars) }}"
-
-- name: Stop when there are any
-  ansible.builtin.fail:
-    msg: "{{ inventory_problems | join('\n') }}"
-  when: inventory_problems | length > 0
-
-- name: Print what is allowed but probably wrong
-  ansible.builtin.debug:
-    msg: "{{ groups | cps.gpu_cluster.inventory_warnings(hostvars) }}"
-"""
-
-RETURN = r"""
-_value:
-  description: One message per problem; empty when the inventory is sound.
-  type: list
-  elements: str
-  sample:
-    - "k3s_servers: 2 servers (cp1, cp2) give no etcd quorum: etcd needs a majority, so losing either server stops the cluster; use 3 servers for HA (or 1)"
-"""
-
 import os
 from collections.abc import Mapping
 

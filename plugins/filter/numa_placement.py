@@ -6,68 +6,6 @@
 from __future__ import (absolute_import, division, print_function)
 __metaclass__ = type
 
-DOCUMENTATION = r"""
-name: numa_placement
-author: cps.gpu_cluster contributors
-version_added: 0.1.0
-short_description: Place the GPU workers and control planes on the Proxmox host's NUMA nodes
-description:
-  - Puts every GPU worker on the NUMA node of its GPUs with whole physical cores of that node (SMT
-    siblings together), its memory bound to the node and huge pages when C(gpu_cluster_numa_hugepages)
-    asks, then the control-plane VMs on the cores left, keeping C(gpu_cluster_numa_host_cores) cores of
-    every node for the host (docs/performance.md).
-  - Returns the plan, the problems that refuse it, the table printed to the user, the C(placement)
-    variable of terraform/proxmox and the huge pages to reserve per node.
-  - Also provides C(hugepage_kernel_args) (a reservation -> C(hugepagesz=1G hugepages=0:256,1:256)) and
-    C(hugepage_shortfall) (what a host's C(host_numa) lacks of a reservation).
-options:
-  _input:
-    description:
-      - The host's topology - the facts of M(cps.gpu_cluster.pci_gpu_facts) (C(host_numa), C(pci_gpus)) or
-        a saved result of that module (facts under C(ansible_facts)).
-    type: dict
-    required: true
-  groups:
-    description: Ansible's C(groups).
-    type: dict
-    required: true
-  hostvars:
-    description: Ansible's C(hostvars).
-    type: dict
-    required: true
-  proxmox_host:
-    description: The inventory name of the Proxmox host the VMs go to.
-    type: str
-    required: true
-"""
-
-EXAMPLES = r"""
-- name: Plan the placement from a captured topology
-  ansible.builtin.set_fact:
-    placement: >-
-      {{ lookup('ansible.builtin.file', 'topology/pve1.json') | from_json
-         | cps.gpu_cluster.numa_placement(groups, hostvars, 'pve1') }}
-
-- name: Print it
-  ansible.builtin.debug:
-    msg: "{{ placement.table }}"
-
-- name: Kernel arguments reserving its huge pages
-  ansible.builtin.debug:
-    msg: "{{ placement.hugepages | cps.gpu_cluster.hugepage_kernel_args }}"
-"""
-
-RETURN = r"""
-_value:
-  description: >-
-    C(plan) (per VM - role, node, vcpus, cpus, affinity, memory_mb, gpus, hugepages; per node - host and free CPUs,
-    memory left), C(problems) (list of messages; the plan is refused when not empty), C(table) (lines of text),
-    C(tfvars) (terraform/proxmox C(placement) - affinity, host_node, hugepages per VM), C(hugepages)
-    (size -> node -> pages to reserve on the host) and C(hugepages_missing) (one message per node whose
-    topology shows fewer reserved pages than that).
-  type: dict
-"""
-
 from collections.abc import Mapping
 
 from ansible.errors import AnsibleError, AnsibleFilterError

@@ -98,6 +98,17 @@ notes:
   - A node labelled C(gpu=true) or C(nvidia.com/gpu.present=true) that advertises no GPU resource is a
     shortfall.
   - Cost is linear in the number of nodes; 5,000 nodes evaluate in well under a second (docs/verify.md).
+attributes:
+  check_mode:
+    support: full
+    description: Read-only, it reports what it finds and never changes anything (C(changed) is always false).
+  diff_mode:
+    support: N/A
+    description: Changes nothing, so there is nothing to diff.
+  platform:
+    support: full
+    platforms: posix
+    description: Runs wherever the Python C(kubernetes) library reaches the API server (usually the control node), or on any host when O(nodes) is given.
 """
 
 EXAMPLES = r"""

@@ -46,6 +46,10 @@ attributes:
   diff_mode:
     support: none
     description: No diff.
+  platform:
+    support: full
+    platforms: linux
+    description: Reads C(/proc/self/mountinfo) and C(/proc) of a Linux k3s node and unmounts with C(umount).
 """
 
 EXAMPLES = r"""

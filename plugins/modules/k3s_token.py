@@ -58,6 +58,10 @@ attributes:
   diff_mode:
     support: none
     description: The token is a secret and is never shown in a diff.
+  platform:
+    support: full
+    platforms: posix
+    description: Writes the token file on the node (mode 0600).
 """
 
 EXAMPLES = r"""

@@ -96,6 +96,17 @@ seealso:
   - name: Proxmox VE API, /cluster/mapping/pci
     description: The API this module calls.
     link: https://pve.proxmox.com/pve-docs/api-viewer/#/cluster/mapping/pci
+attributes:
+  check_mode:
+    support: full
+    description: Plans the create, update or delete against the API's current mapping and reports it without calling the API to change it.
+  diff_mode:
+    support: full
+    description: Returns the mapping before and after as C(diff).
+  platform:
+    support: full
+    platforms: posix
+    description: Runs wherever C(proxmoxer) reaches the Proxmox VE API (usually the control node).
 """
 
 EXAMPLES = r"""

@@ -43,6 +43,17 @@ requirements:
   - kubernetes (Python library)
 author:
   - cps.gpu_cluster contributors (@cps-gpu-cluster)
+attributes:
+  check_mode:
+    support: full
+    description: Read-only, it reports what it finds and never changes anything (C(changed) is always false).
+  diff_mode:
+    support: N/A
+    description: Changes nothing, so there is nothing to diff.
+  platform:
+    support: full
+    platforms: posix
+    description: Runs wherever the Python C(kubernetes) library reaches the API server (usually the control node).
 """
 
 EXAMPLES = r"""
