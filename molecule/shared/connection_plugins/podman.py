@@ -1,4 +1,3 @@
-# -*- coding: utf-8 -*-
 # Copyright: (c) 2026, cps.gpu_cluster contributors
 # GNU General Public License v3.0+ (see COPYING or https://www.gnu.org/licenses/gpl-3.0.txt)
 """Test plumbing, not collection content: containers.podman's podman connection with pipelining.
@@ -11,8 +10,11 @@ container, the same module, the same result, a third of the ``podman`` calls. Th
 plugin first through ANSIBLE_CONNECTION_PLUGINS (.config/molecule/config.yml) and turn pipelining on
 with ANSIBLE_PIPELINING; without them the upstream plugin runs, unchanged."""
 
-from __future__ import (absolute_import, division, print_function)
-__metaclass__ = type
+import shlex
+
+from ansible.module_utils.common.text.converters import to_native
+from ansible.plugins.connection import ConnectionBase, ensure_connect
+from ansible_collections.containers.podman.plugins.connection.podman import Connection as PodmanConnection
 
 DOCUMENTATION = """
 name: podman
@@ -59,12 +61,6 @@ options:
       - name: ANSIBLE_PODMAN_EXECUTABLE
 """
 
-import shlex
-
-from ansible.module_utils.common.text.converters import to_native
-from ansible.plugins.connection import ensure_connect
-from ansible_collections.containers.podman.plugins.connection.podman import Connection as PodmanConnection
-
 
 class Connection(PodmanConnection):
     """podman exec per command; module code on stdin when pipelining."""
@@ -75,8 +71,8 @@ class Connection(PodmanConnection):
     @ensure_connect
     def exec_command(self, cmd, in_data=None, sudoable=False):
         if in_data is None or self.user:
-            return super(Connection, self).exec_command(cmd, in_data=in_data, sudoable=sudoable)
-        # what super() does, with --interactive so that the piped module reaches the interpreter
-        super(PodmanConnection, self).exec_command(cmd, in_data=in_data, sudoable=sudoable)
+            return super().exec_command(cmd, in_data=in_data, sudoable=sudoable)
+        # what the upstream exec_command does, with --interactive so that the piped module reaches the interpreter
+        ConnectionBase.exec_command(self, cmd, in_data=in_data, sudoable=sudoable)
         args = shlex.split(to_native(cmd, errors="surrogate_or_strict"))
         return self._podman(["exec", "--interactive"], args, in_data)
