@@ -44,8 +44,29 @@ def charts(versions_file):
     return [(e["depName"], e["value"], e["registryUrl"]) for _, e in sorted(entries.items()) if e["datasource"] == "helm"]
 
 
+# Charts whose fixture directory carries the upstream source's name rather than the chart's.
+DIR_NAMES = {"jupyterhub": "zero-to-jupyterhub"}
+# Charts the render tier reads as single files in tests/fixtures/management/ (values and schema;
+# tests/render/test_render_management.py): <chart>-v<version>-values.yaml is the fixture's marker.
+FLAT = ("cert-manager", "rancher", "fleet")
+
+
 def fixture_dir(charts_dir, chart, version):
-    return Path(charts_dir) / (f"{chart}-{version}")
+    """The fixture of one chart version: a directory, or for FLAT charts its values file."""
+    if chart in FLAT:
+        tag = version if version.startswith("v") else "v" + version
+        return Path(charts_dir).parent / "management" / f"{chart}-{tag}-values.yaml"
+    return Path(charts_dir) / (f"{DIR_NAMES.get(chart, chart)}-{version}")
+
+
+def old_fixtures(charts_dir, chart, target):
+    """Fixtures of other versions of the chart (removed once the new one is pulled)."""
+    if chart in FLAT:
+        keep = target.name[:-len("-values.yaml")]
+        return [p for p in sorted(target.parent.glob(f"{chart}-v*")) if not p.name.startswith(keep + "-")]
+    name = DIR_NAMES.get(chart, chart)
+    return [p for p in sorted(Path(charts_dir).glob(f"{name}-*"))
+            if p != target and p.is_dir() and p.name[len(name) + 1:][:1] in "v0123456789"]
 
 
 def pull(helm, chart, version, repo_url, target):
@@ -58,6 +79,12 @@ def pull(helm, chart, version, repo_url, target):
         source = Path(tmp) / chart
         if not (source / "values.yaml").is_file():
             raise RuntimeError(f"helm pull {chart} {version} gave no {chart}/values.yaml")
+        if target.name.endswith("-values.yaml"):  # FLAT: values and schema beside the other files
+            target.parent.mkdir(parents=True, exist_ok=True)
+            shutil.copy2(source / "values.yaml", target)
+            if (source / "values.schema.json").is_file():
+                shutil.copy2(source / "values.schema.json", target.with_name(target.name[:-len(".yaml")] + ".schema.json"))
+            return
         target.mkdir(parents=True)
         for name in KEPT:
             if (source / name).is_file():
@@ -75,7 +102,7 @@ def main(argv=None):
     parser.add_argument("--helm", default="helm")
     args = parser.parse_args(argv)
 
-    missing = [(c, v, r) for c, v, r in charts(args.versions) if not fixture_dir(args.charts_dir, c, v).is_dir()]
+    missing = [(c, v, r) for c, v, r in charts(args.versions) if not fixture_dir(args.charts_dir, c, v).exists()]
     if args.check:
         for chart, version, repo_url in missing:
             print(f"missing chart fixture {fixture_dir(args.charts_dir, chart, version)}: run scripts/refresh-chart-fixtures.py "
@@ -91,12 +118,11 @@ def main(argv=None):
         except RuntimeError as exc:
             print(f"refresh-chart-fixtures: {exc}", file=sys.stderr)
             return 1
-        for old in sorted(Path(args.charts_dir).glob(f"{chart}-*")):
-            if old != target and old.is_dir() and old.name[len(chart) + 1:][:1] in "v0123456789":
-                shutil.rmtree(old)
-                print(f"removed {old}")
+        for old in old_fixtures(args.charts_dir, chart, target):
+            shutil.rmtree(old) if old.is_dir() else old.unlink()
+            print(f"removed {old}")
         with open(args.sources, "a") as sources:
-            sources.write(f"| charts/{target.name}/ | | helm pull {chart} --repo {repo_url} --version {version} "
+            sources.write(f"| {target.parent.name}/{target.name} | | helm pull {chart} --repo {repo_url} --version {version} "
                           f"(scripts/refresh-chart-fixtures.py, {datetime.date.today().isoformat()}) |\n")
         print(f"pulled {target}; now run: make render")
     if not missing:

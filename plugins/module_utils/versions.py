@@ -44,6 +44,9 @@ REQUIRED_KEYS = (
     "local_path_provisioner_image", "local_path_provisioner_helper_image", "vllm_image", "vllm_operator_image",
     "verify_cuda_image", "verify_vectoradd_image", "verify_pytorch_image", "verify_busybox_image", "cuda_smoke_image",
     "terraform_provider_proxmox_version", "terraform_provider_local_version", "terraform_version", "helm_version",
+    "kube_prometheus_stack_chart", "jupyterhub_chart", "jupyterhub_notebook_cpu_image",
+    "jupyterhub_notebook_pytorch_image", "jupyterhub_notebook_tensorflow_image", "cert_manager_chart",
+    "rancher_chart", "fleet_chart",
 )
 
 

@@ -165,6 +165,11 @@ def test_refresh_pulls_a_bumped_chart_and_drops_the_old_fixture(tmp_path, monkey
     charts = tmp_path / "charts"
     (charts / "nfs-subdir-external-provisioner-4.0.18").mkdir(parents=True)
     (charts / ("gpu-operator-{}".format(VALUES["gpu_operator_chart"]))).mkdir()
+    (charts / ("kube-prometheus-stack-{}".format(VALUES["kube_prometheus_stack_chart"]))).mkdir()
+    (charts / ("zero-to-jupyterhub-{}".format(VALUES["jupyterhub_chart"]))).mkdir()
+    (tmp_path / "management").mkdir()
+    for key, chart in (("cert_manager_chart", "cert-manager"), ("rancher_chart", "rancher"), ("fleet_chart", "fleet")):
+        (tmp_path / "management" / "{}-v{}-values.yaml".format(chart, VALUES[key].lstrip("v"))).write_text("{}\n")
     sources = tmp_path / "SOURCES.md"
     sources.write_text("# sources\n")
     helm = tmp_path / "helm"
@@ -189,6 +194,35 @@ def test_refresh_pulls_a_bumped_chart_and_drops_the_old_fixture(tmp_path, monkey
     assert [c[:6] for c in calls] == [["pull", "nfs-subdir-external-provisioner", "--repo",
                                        "https://kubernetes-sigs.github.io/nfs-subdir-external-provisioner/", "--version", "4.0.19"]]
     assert "helm pull nfs-subdir-external-provisioner" in sources.read_text()
+    assert run_refresh("--check", *common).returncode == 0
+
+
+def test_refresh_of_a_management_chart_keeps_its_single_file_layout(tmp_path, monkeypatch):
+    """cert-manager, Rancher and Fleet are rendered from values files in tests/fixtures/management."""
+    assert run_refresh("--check").returncode == 0  # the real layout: every fixture where the script looks
+    bumped = (REPO / "versions.yml").read_text().replace("rancher_chart: 2.14.4", "rancher_chart: 2.14.5")
+    (tmp_path / "versions.yml").write_text(bumped)
+    charts, management = tmp_path / "charts", tmp_path / "management"
+    for name in ("nfs-subdir-external-provisioner-4.0.18", "gpu-operator-" + VALUES["gpu_operator_chart"],
+                 "kube-prometheus-stack-" + VALUES["kube_prometheus_stack_chart"], "zero-to-jupyterhub-" + VALUES["jupyterhub_chart"]):
+        (charts / name).mkdir(parents=True)
+    management.mkdir()
+    for name in ("cert-manager-v1.19.6-values.yaml", "fleet-v0.15.6-values.yaml", "rancher-v2.14.4-values.yaml",
+                 "rancher-v2.14.4-values.schema.json", "fleet-crd-v0.15.6-crds.yaml"):
+        (management / name).write_text("x: 1\n")
+    helm = tmp_path / "helm"
+    helm.write_text(FAKE_HELM)
+    helm.chmod(0o755)
+    monkeypatch.setenv("FAKE_HELM_LOG", str(tmp_path / "helm.log"))
+    common = ["--versions", str(tmp_path / "versions.yml"), "--charts-dir", str(charts), "--sources", str(tmp_path / "S.md"),
+              "--helm", str(helm)]
+    check = run_refresh("--check", *common)
+    assert check.returncode == 1 and "missing chart fixture %s" % (management / "rancher-v2.14.5-values.yaml") in check.stdout
+    done = run_refresh(*common)
+    assert done.returncode == 0, done.stdout + done.stderr
+    assert sorted(p.name for p in management.iterdir()) == [
+        "cert-manager-v1.19.6-values.yaml", "fleet-crd-v0.15.6-crds.yaml", "fleet-v0.15.6-values.yaml", "rancher-v2.14.5-values.yaml"]
+    assert (management / "rancher-v2.14.5-values.yaml").read_text() == "replicaCount: 1\n"
     assert run_refresh("--check", *common).returncode == 0
 
 
