@@ -226,3 +226,27 @@ def test_kubeconfig_without_vip_points_at_the_server_and_merge_creates_the_file(
     assert ours["clusters"][0]["cluster"]["server"] == "https://10.0.0.11:6443"
     assert yaml.safe_load(merged_path.read_text())["current-context"] == "gpu-cluster"
     assert stat.S_IMODE(merged_path.stat().st_mode) == 0o600
+
+
+def run_remove_node(*args):
+    env = dict(os.environ, ANSIBLE_CONFIG=str(REPO / "ansible.cfg"), ANSIBLE_INJECT_FACT_VARS="false",
+               ANSIBLE_COLLECTIONS_PATH=str(REPO / "collections"), ANSIBLE_NOCOLOR="1")
+    proc = subprocess.run(
+        [ANSIBLE_PLAYBOOK, "playbooks/remove_node.yml", "-i", str(REPO / "inventories" / "homelab"), *args],
+        cwd=REPO, env=env, capture_output=True, text=True, timeout=300, check=False)
+    return proc.returncode, proc.stdout + proc.stderr
+
+
+def test_remove_node_refuses_to_shrink_etcd_below_three_before_touching_a_host():
+    rc, output = run_remove_node("-e", "remove_node=cp3")
+    assert rc != 0
+    assert "removing cp3 leaves 2 server(s)" in output and "remove_node_allow_small_quorum=true" in output
+    assert "nothing was changed" in output
+    assert "Cordon and drain" not in output  # the homelab hosts are never contacted
+
+
+def test_remove_node_needs_a_name_of_the_cluster():
+    rc, output = run_remove_node()
+    assert rc != 0 and "Name the node to remove: -e remove_node=<inventory name>" in output
+    rc, output = run_remove_node("-e", "remove_node=pve1")
+    assert rc != 0 and "pve1 is not a host of k3s_cluster" in output
