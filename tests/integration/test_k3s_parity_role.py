@@ -49,7 +49,7 @@ def run(tmp_path, play, extra, *args):
 def task_result(output, name):
     """The first result line after the task header `name` (changed/ok/skipping ...)."""
     block = output.split(name + "]", 1)[1]
-    return [line for line in block.splitlines() if line.startswith(("changed", "ok", "skipping", "fatal"))][0]
+    return next(line for line in block.splitlines() if line.startswith(("changed", "ok", "skipping", "fatal")))
 
 
 def recap_changed(output):

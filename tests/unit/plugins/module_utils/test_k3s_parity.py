@@ -282,12 +282,11 @@ def test_vip_needed_only_with_more_than_one_server():
 
 
 SERVERS = ["cp1", "cp2", "cp3"]
-CLUSTER = SERVERS + ["wk1"]
 
 
 @pytest.mark.parametrize("node, servers, allow, needle", [
     ("wk1", SERVERS, False, ""),
-    ("cp3", SERVERS + ["cp4", "cp5"], False, ""),
+    ("cp3", [*SERVERS, "cp4", "cp5"], False, ""),
     ("cp3", SERVERS, True, ""),
     ("cp3", SERVERS, False, "leaves 2 server(s)"),
     ("cp2", ["cp1", "cp2"], False, "leaves 1 server(s)"),
@@ -297,7 +296,7 @@ CLUSTER = SERVERS + ["wk1"]
     (None, SERVERS, False, "-e remove_node="),
 ])
 def test_remove_node_problem(node, servers, allow, needle):
-    problem = kp.remove_node_problem(node, servers + ["wk1"], servers, allow)
+    problem = kp.remove_node_problem(node, [*servers, "wk1"], servers, allow)
     if needle:
         assert needle in problem
     else:
@@ -307,8 +306,8 @@ def test_remove_node_problem(node, servers, allow, needle):
 # --- preflight hook -------------------------------------------------------------------------
 
 def _inventory(servers=3, **all_vars):
-    names = ["cp%d" % i for i in range(1, servers + 1)]
-    groups = {"all": names + ["wk1"], "k3s_cluster": names + ["wk1"], "k3s_servers": names, "k3s_agents": ["wk1"]}
+    names = [f"cp{i}" for i in range(1, servers + 1)]
+    groups = {"all": [*names, "wk1"], "k3s_cluster": [*names, "wk1"], "k3s_servers": names, "k3s_agents": ["wk1"]}
     hostvars = {host: dict(all_vars) for host in groups["all"]}
     return groups, hostvars
 
