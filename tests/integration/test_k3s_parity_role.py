@@ -250,3 +250,40 @@ def test_remove_node_needs_a_name_of_the_cluster():
     assert rc != 0 and "Name the node to remove: -e remove_node=<inventory name>" in output
     rc, output = run_remove_node("-e", "remove_node=pve1")
     assert rc != 0 and "pve1 is not a host of k3s_cluster" in output
+
+
+RENDER_PLAY = """
+- hosts: k3s_cluster
+  gather_facts: false
+  tasks:
+    - ansible.builtin.include_role:
+        name: cps.gpu_cluster.k3s_node
+        tasks_from: render_node.yml
+      vars:
+        k3s_node_render_dir: "{{ playbook_dir }}/render/{{ inventory_hostname }}"
+"""
+
+
+def test_etcd_s3_keys_in_the_servers_config_only_and_masked_for_review(tmp_path):
+    s3 = {"endpoint": "minio.lan:9000", "bucket": "k3s-snapshots", "access_key": "AKIAEXAMPLE",
+          "secret_key": "s3-secret-9b1e", "insecure": True}
+    extra = {"k3s_node_etcd_s3": s3, "k3s_node_flannel_iface": "eth0", "gpu_cluster_api_vip": "10.0.0.100",
+             "k3s_node_config_extra": {"disable": ["traefik", "servicelb"]}}
+    rc, output = run(tmp_path, RENDER_PLAY, extra)
+    assert rc == 0, output
+    server = yaml.safe_load((tmp_path / "render" / "srv1" / "config.yaml").read_text())
+    agent = yaml.safe_load((tmp_path / "render" / "wk1" / "config.yaml").read_text())
+    assert server["etcd-s3"] is True and server["etcd-s3-endpoint"] == "minio.lan:9000"
+    assert server["etcd-s3-bucket"] == "k3s-snapshots" and server["etcd-s3-insecure"] is True
+    assert server["etcd-s3-secret-key"] == "<masked>" and server["etcd-s3-access-key"] == "<masked>"
+    assert server["disable"] == ["traefik", "servicelb"]
+    assert not [key for key in agent if key.startswith("etcd-s3")]
+    assert "s3-secret-9b1e" not in output
+
+
+def test_bad_etcd_s3_fails_saying_what_to_change(tmp_path):
+    extra = {"k3s_node_etcd_s3": {"endpoint": "https://minio.lan", "bucket": "k3s-snapshots"},
+             "k3s_node_flannel_iface": "eth0"}
+    rc, output = run(tmp_path, RENDER_PLAY, extra)
+    assert rc != 0
+    assert "without a scheme" in output
