@@ -287,3 +287,28 @@ def test_bad_etcd_s3_fails_saying_what_to_change(tmp_path):
     rc, output = run(tmp_path, RENDER_PLAY, extra)
     assert rc != 0
     assert "without a scheme" in output
+
+
+SPEC_PLAY = """
+- hosts: srv1
+  gather_facts: false
+  tasks:
+    - ansible.builtin.validate_argument_spec:
+        argument_spec: "{{ (lookup('ansible.builtin.file', playbook_dir ~ '/argument_specs.yml') | from_yaml).argument_specs.main.options }}"
+        provided_arguments: "{{ provided }}"
+"""
+
+
+def test_main_argument_spec_takes_the_new_variables_and_hides_secrets(tmp_path):
+    shutil.copy(REPO / "roles" / "k3s_node" / "meta" / "argument_specs.yml", tmp_path / "argument_specs.yml")
+    provided = {"k3s_node_registries": REGISTRIES, "k3s_node_http_proxy": "http://proxy.lan:3128",
+                "k3s_node_https_proxy": "", "k3s_node_no_proxy": [".lan"], "k3s_node_kubeconfig_name": "homelab",
+                "k3s_node_kubeconfig_merge": True, "k3s_node_kubeconfig_merge_path": "/tmp/x",
+                "k3s_node_etcd_s3": {"bucket": "snaps", "secret_key": "spec-secret-77"}}
+    rc, output = run(tmp_path, SPEC_PLAY, {"provided": provided})
+    assert rc == 0, output
+    assert SECRET not in output and "spec-secret-77" not in output
+    rc, output = run(tmp_path, SPEC_PLAY, {"provided": dict(provided, k3s_node_registries=["docker.io"],
+                                                            k3s_node_kubeconfig_merge="maybe")})
+    assert rc != 0
+    assert "k3s_node_registries" in output and "k3s_node_kubeconfig_merge" in output
