@@ -27,6 +27,7 @@ from ansible_collections.cps.gpu_cluster.plugins.module_utils.components import 
 from ansible_collections.cps.gpu_cluster.plugins.module_utils.vllm import llm_problems
 from ansible_collections.cps.gpu_cluster.plugins.module_utils.gpu_pools import inventory_pool_problems
 from ansible_collections.cps.gpu_cluster.plugins.module_utils.jupyterhub import jupyterhub_problems, jupyterhub_warnings
+from ansible_collections.cps.gpu_cluster.plugins.module_utils.k3s_parity import inventory_problems as k3s_parity_problems
 from ansible_collections.cps.gpu_cluster.plugins.module_utils.numa import numa_problems
 from ansible_collections.cps.gpu_cluster.plugins.module_utils.management import management_inventory_problems
 from ansible_collections.cps.gpu_cluster.plugins.module_utils.versions import file_problems as versions_file_problems
@@ -108,7 +109,8 @@ CLUSTER_VARIABLES = {
     "gpu_cluster_node_network": (True, "network"),
     "gpu_cluster_gateway": (True, "ip"),
     "gpu_cluster_dns_servers": (False, "ip_list"),
-    "gpu_cluster_api_vip": (True, "ip"),
+    # required with more than one server (k3s_parity.api_vip_problem)
+    "gpu_cluster_api_vip": (False, "ip"),
     "gpu_cluster_cluster_cidr": (True, "network"),
     "gpu_cluster_service_cidr": (True, "network"),
     "gpu_cluster_routed_networks": (False, "network_list"),
@@ -127,6 +129,10 @@ CLUSTER_VARIABLES = {
     "gpu_cluster_backup_dir": (False, "any_path"),
     "gpu_cluster_pod_security_exempt_namespaces": (False, "dns_label_list"),
     "gpu_cluster_state_dir": (False, "any_path"),
+    # checked by k3s_parity.inventory_problems; listed here so every host must agree
+    "gpu_cluster_http_proxy": (False, "any"),
+    "gpu_cluster_https_proxy": (False, "any"),
+    "gpu_cluster_no_proxy": (False, "any"),
 }
 
 # Variables checked on every host that sets them: name -> kind.
@@ -374,6 +380,7 @@ def _resource_name(value):
 
 # kind -> (is the value valid?, what to use instead) or a function value -> advice or None.
 KINDS = {
+    "any": (lambda v: True, ""),
     "dns_label": (lambda v: _full(DNS_LABEL_RE, v),
                   "use a DNS label: lowercase letters, digits and '-', at most 63 characters (like homelab)"),
     "dns_name": (_valid_dns_name, "use a lowercase DNS domain (like homelab.lan)"),
@@ -1015,6 +1022,7 @@ def inventory_problems(groups, hostvars, role_specs=None):
     problems.extend(_guarded(jupyterhub_problems, groups, hostvars))
     problems.extend(_guarded(numa_problems, groups, hostvars))
     problems.extend(_guarded(management_inventory_problems, groups, hostvars))
+    problems.extend(_guarded(k3s_parity_problems, groups, hostvars))
     problems.extend(_guarded(versions_file_problems))
     return problems
 

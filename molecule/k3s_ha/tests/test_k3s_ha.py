@@ -207,3 +207,58 @@ def test_config_extra_secret_written_but_never_shown(host):
     assert "Write /etc/rancher/k3s/config.yaml" in text
     assert "+++ after" in text  # diffs are on (the agents' config.yaml diff is shown)
     assert S3_SECRET not in text
+
+
+# issue 16 (k3s-ansible parity): registries.yaml, proxy environment, etcd snapshots to S3.
+# The kubeconfig naming and merge need a running k3s (k3s_node_start is false here): they are
+# tested on localhost in tests/integration/test_k3s_parity_role.py.
+REGISTRY_PASSWORD = "molecule-registry-pass-3a9e51"
+PROXY = "http://proxy.molecule.lan:3128"
+
+
+def test_registries_yaml_private_and_as_the_inventory_says(host):
+    registries = host.file("/etc/rancher/k3s/registries.yaml")
+    assert registries.mode == 0o600 and registries.user == "root" and registries.group == "root"
+    content = registries.content_string
+    assert "# cps.gpu_cluster k3s_node: written from k3s_node_registries" in content
+    assert yaml.safe_load(content) == {
+        "mirrors": {"docker.io": {"endpoint": ["https://mirror.molecule.lan:5000"]}},
+        "configs": {"mirror.molecule.lan:5000": {"auth": {"username": "pull", "password": REGISTRY_PASSWORD}}},
+    }
+
+
+def env_lines(host):
+    env = host.file(f"/etc/systemd/system/{unit(host)}.service.env").content_string
+    return dict(line.split("=", 1) for line in env.splitlines() if line and not line.startswith("#"))
+
+
+def test_proxy_environment_for_k3s_and_containerd(host):
+    env = env_lines(host)
+    assert env["HTTP_PROXY"] == PROXY and env["CONTAINERD_HTTP_PROXY"] == PROXY
+    assert "HTTPS_PROXY" not in env
+    no_proxy = env["NO_PROXY"].split(",")
+    assert env["CONTAINERD_NO_PROXY"] == env["NO_PROXY"]
+    for entry in (".molecule.lan", "localhost", "127.0.0.1", "10.42.0.0/16", "10.43.0.0/16", VIP, ".svc", ".cluster.local"):
+        assert entry in no_proxy
+    assert config(host)["node-ip"] in no_proxy  # every node's address, its own included
+
+
+def test_etcd_s3_keys_on_servers_only(host):
+    cfg = config(host)
+    if is_server(host):
+        assert cfg["etcd-s3"] is True
+        assert cfg["etcd-s3-endpoint"] == "minio.molecule.lan:9000"
+        assert cfg["etcd-s3-bucket"] == "k3s-snapshots" and cfg["etcd-s3-folder"] == "k3s-ha"
+        assert cfg["etcd-s3-access-key"] == "molecule-access"
+    else:
+        assert not [key for key in cfg if key.startswith("etcd-s3")]
+
+
+def test_registry_password_never_shown(host):
+    log = Path(os.environ.get("MOLECULE_EPHEMERAL_DIRECTORY", "/nonexistent")) / "ansible.log"
+    if not log.exists():
+        pytest.fail(f"no Ansible log at {log}: molecule.yml sets ANSIBLE_LOG_PATH for this test")
+    text = log.read_text(errors="replace")
+    text = text[:text.rfind("PLAY RECAP")]
+    assert "Write /etc/rancher/k3s/registries.yaml" in text
+    assert REGISTRY_PASSWORD not in text
