@@ -49,7 +49,7 @@ def _etcd_s3_config(value, role="server"):
 
 
 def _remove_node_problem(node, cluster_hosts, servers, allow_small_quorum=False):
-    """'' when playbooks/remove-node.yml may remove `node`, else why not."""
+    """'' when playbooks/remove_node.yml may remove `node`, else why not."""
     return k3s_parity.remove_node_problem(node, cluster_hosts, servers, bool(allow_small_quorum))
 
 

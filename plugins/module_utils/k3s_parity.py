@@ -367,7 +367,7 @@ def api_vip_problem(server_count, vip):
 
 
 def remove_node_problem(node, cluster_hosts, servers, allow_small_quorum=False):
-    """'' when `node` may be removed by playbooks/remove-node.yml, else why not and what to do."""
+    """'' when `node` may be removed by playbooks/remove_node.yml, else why not and what to do."""
     if not _is_str(node) or not node:
         return "Name the node to remove: -e remove_node=<inventory name>"
     if node not in (cluster_hosts or []):
