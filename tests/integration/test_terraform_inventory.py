@@ -50,8 +50,18 @@ def trimmed(inventory_json: dict, hosts: set[str]) -> dict:
     for name, group in data.items():
         if name != "_meta" and "hosts" in group:
             group["hosts"] = [h for h in group["hosts"] if h in hosts]
-    data["_meta"] = {"hostvars": {h: v for h, v in inventory_json["_meta"]["hostvars"].items() if h in hosts}}
+    data["_meta"] = {"hostvars": {h: trimmed_pools(v, hosts) for h, v in inventory_json["_meta"]["hostvars"].items() if h in hosts}}
     return data
+
+
+def trimmed_pools(hostvars: dict, hosts: set[str]) -> dict:
+    """The homelab's example GPU pools name its four GPU workers: a trimmed inventory keeps the pools
+    of the workers it keeps (with those workers only)."""
+    pools = hostvars.get("gpu_cluster_gpu_pools")
+    if not isinstance(pools, list):
+        return hostvars
+    kept = [dict(pool, nodes=[n for n in pool.get("nodes", []) if n in hosts]) for pool in pools]
+    return dict(hostvars, gpu_cluster_gpu_pools=[pool for pool in kept if pool["nodes"]])
 
 
 @pytest.fixture(scope="module")
