@@ -59,6 +59,8 @@ BUNDLE_DEPENDENCIES = {
     "gpu-operator": [],
     "cert-manager": [],
     "cluster-ca": ["cert-manager"],
+    # PrometheusRule and ServiceMonitor are CRDs of kube-prometheus-stack (the monitoring bundle)
+    "gpu-alerts": ["monitoring"],
 }
 GPU_PROVIDER = "gpu-operator"
 CERT_MANAGER = "cert-manager"

@@ -42,8 +42,10 @@ HOMELAB = REPO / "inventories" / "homelab"
 RENDERS = {
     "homelab": ((HOMELAB,), "1.33"),
     # the legacy toolkit settings: the seed's operator on a k3s older than containerd 2
+    # (the arguments of test_render_components' legacy render: renders_cache runs it once for both)
     "legacy": ((HOMELAB, "gpu_cluster_gpu_operator_version=v25.10.1", "gpu_cluster_k3s_version=v1.30.9+k3s1",
-                "gpu_cluster_preflight=false"), "1.30"),
+                "gpu_cluster_preflight=false",
+                json.dumps({"gpu_cluster_pod_security_exempt_namespaces": ["jupyterhub", "kube-system"]})), "1.30"),
 }
 
 # (render, bundle) -> (chart dir under tests/fixtures/charts/helm, namespace the bundle deploys to)
@@ -71,26 +73,15 @@ PENDING = {
 }
 
 
-def start_render(out, inventory, *extra):
-    env = dict(os.environ, ANSIBLE_CONFIG=str(REPO / "ansible.cfg"), ANSIBLE_COLLECTIONS_PATH=str(REPO / "collections"),
-               ANSIBLE_INJECT_FACT_VARS="false", ANSIBLE_FORCE_COLOR="0", ANSIBLE_STDOUT_CALLBACK="default")
-    cmd = ["ansible-playbook", str(REPO / "playbooks" / "render.yml"), "-i", str(inventory), "-e", f"render_dir={out}"]
-    for item in extra:
-        cmd += ["-e", item]
-    return subprocess.Popen(cmd, cwd=REPO, env=env, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
-
-
 @pytest.fixture(scope="module")
-def rendered(tmp_path_factory):
+def rendered(renders_cache):
     """{render name: {bundle: fleet.yaml dict}} of playbooks/render.yml for each of RENDERS."""
-    outs = {name: tmp_path_factory.mktemp(name) for name in RENDERS}
-    procs = {name: start_render(outs[name], *args) for name, (args, _version) in RENDERS.items()}
+    for args, _version in RENDERS.values():
+        renders_cache.start(*args)
     result = {}
-    for name, proc in procs.items():
-        output = proc.communicate(timeout=900)[0]
-        assert proc.returncode == 0, f"render of {name} failed:\n{output[-6000:]}"
-        result[name] = {path.parent.name: yaml.safe_load(path.read_text())
-                        for path in sorted(outs[name].glob("*/*/fleet.yaml"))}
+    for name, (args, _version) in RENDERS.items():
+        out = renders_cache.get(*args)[0]
+        result[name] = {path.parent.name: yaml.safe_load(path.read_text()) for path in sorted(out.glob("*/*/fleet.yaml"))}
         assert result[name], f"render {name} produced no Fleet bundle"
     return result
 

@@ -11,8 +11,6 @@
 from __future__ import annotations
 
 import json
-import os
-import subprocess
 from pathlib import Path
 
 import jsonschema
@@ -29,23 +27,8 @@ DEFAULT_CLASS = "storageclass.kubernetes.io/is-default-class"
 PSA_ENFORCE = "pod-security.kubernetes.io/enforce"
 
 
-def start_render(out, inventory, *extra):
-    """Start playbooks/render.yml for an inventory into ``out`` (the renders run in parallel)."""
-    env = dict(os.environ,
-               ANSIBLE_CONFIG=str(REPO / "ansible.cfg"),
-               ANSIBLE_COLLECTIONS_PATH=str(REPO / "collections"),
-               ANSIBLE_INJECT_FACT_VARS="false",
-               ANSIBLE_FORCE_COLOR="0",
-               ANSIBLE_STDOUT_CALLBACK="default")
-    cmd = ["ansible-playbook", str(REPO / "playbooks" / "render.yml"), "-i", str(inventory),
-           "-e", f"render_dir={out}"]
-    for item in extra:
-        cmd += ["-e", item]
-    return subprocess.Popen(cmd, cwd=REPO, env=env, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
-
-
 @pytest.fixture(scope="module")
-def rendered(tmp_path_factory):
+def rendered(renders_cache):
     """{name: render_dir} for the homelab, the CPU-only inventory and the seed operator on an older k3s."""
     jobs = {
         "homelab": (HOMELAB,),
@@ -57,12 +40,9 @@ def rendered(tmp_path_factory):
                    # and a user's namespace exempt from Pod Security admission
                    json.dumps({"gpu_cluster_pod_security_exempt_namespaces": ["jupyterhub", "kube-system"]})),
     }
-    outs = {name: tmp_path_factory.mktemp(name) for name in jobs}
-    procs = {name: start_render(outs[name], *args) for name, args in jobs.items()}
-    for name, proc in procs.items():
-        output = proc.communicate(timeout=1200)[0]
-        assert proc.returncode == 0, f"render of {name} failed:\n{output[-6000:]}"
-    return outs
+    for args in jobs.values():
+        renders_cache.start(*args)
+    return {name: renders_cache.get(*args)[0] for name, args in jobs.items()}
 
 
 @pytest.fixture(scope="module")

@@ -20,7 +20,7 @@ import jsonschema
 import kubernetes_validate
 import pytest
 import yaml
-from test_render_components import CHARTS, FIXTURES, HOMELAB, bundles, fleet, inventory_k8s_version, start_render
+from test_render_components import CHARTS, FIXTURES, HOMELAB, bundles, fleet, inventory_k8s_version
 
 KPS = CHARTS / "kube-prometheus-stack-88.5.3"
 CRDS = FIXTURES / "prometheus-operator-v0.93.0"
@@ -29,12 +29,8 @@ SUBCHARTS = {"grafana": "grafana-values.yaml", "kube-state-metrics": "kube-state
 
 
 @pytest.fixture(scope="module")
-def render_root(tmp_path_factory):
-    out = tmp_path_factory.mktemp("pools")
-    proc = start_render(out, HOMELAB)
-    output = proc.communicate(timeout=600)[0]
-    assert proc.returncode == 0, f"render failed:\n{output[-6000:]}"
-    return out
+def render_root(renders_cache):
+    return renders_cache.get(HOMELAB)[0]
 
 
 @pytest.fixture(scope="module")
@@ -84,7 +80,8 @@ def test_bundles(cluster):
     assert {"monitoring", "gpu-alerts", "gpu-quota-llm", "gpu-quota-default"} <= set(bundles(cluster))
     assert fleet(cluster / "monitoring")["helm"]["chart"] == "kube-prometheus-stack"
     assert fleet(cluster / "monitoring")["helm"]["version"] == "88.5.3"
-    assert fleet(cluster / "gpu-alerts")["dependsOn"] == [{"selector": {"matchLabels": {"gpu-cluster.cps/bundle": "monitoring"}}}]
+    assert fleet(cluster / "gpu-alerts")["dependsOn"] == [
+        {"selector": {"matchLabels": {"gpu-cluster.cps/bundle": "monitoring", "gpu-cluster.cps/cluster": "homelab"}}}]
 
 
 def test_configmaps_and_quotas_are_strict_valid(cluster):

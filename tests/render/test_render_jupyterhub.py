@@ -23,7 +23,7 @@ import jsonschema
 import kubernetes_validate
 import pytest
 import yaml
-from test_render_components import CHARTS, HOMELAB, fleet, inventory_k8s_version, manifests, start_render
+from test_render_components import CHARTS, HOMELAB, fleet, inventory_k8s_version, manifests
 
 kubespawner = pytest.importorskip("kubespawner", reason="jupyterhub-kubespawner (requirements-dev.txt) is needed")
 from kubernetes_asyncio.client import ApiClient  # noqa: E402  (installed with kubespawner)
@@ -33,7 +33,7 @@ CHART = CHARTS / "zero-to-jupyterhub-4.4.0"
 SECRET_MARKER = "render-test-oauth-secret-0123456789"
 VARIANT = {
     "gpu_cluster_gpu_pools": [{"name": "shared", "nodes": ["wk-gpu1", "wk-gpu2"], "allocation": "timeslice",
-                               "replicas": 4}],
+                               "replicas": 4, "renameByDefault": True}],
     "gpu_cluster_jupyterhub_profiles": [
         {"name": "cpu", "gpu": 0},
         {"name": "gpu-1", "gpu": 1, "image": "registry.lan/nvidia/pytorch:25.01-py3"},
@@ -57,16 +57,11 @@ current-context: render
 
 
 @pytest.fixture(scope="module")
-def renders(tmp_path_factory):
+def renders(renders_cache):
     jobs = {"homelab": (HOMELAB,), "variant": (HOMELAB, json.dumps(VARIANT))}
-    outs = {name: tmp_path_factory.mktemp(name) for name in jobs}
-    procs = {name: start_render(outs[name], *args) for name, args in jobs.items()}
-    results = {}
-    for name, proc in procs.items():
-        output = proc.communicate(timeout=1200)[0]  # two renders in parallel on a loaded machine
-        assert proc.returncode == 0, f"render of {name} failed:\n{output[-6000:]}"
-        results[name] = (outs[name], output)
-    return results
+    for args in jobs.values():
+        renders_cache.start(*args)
+    return {name: renders_cache.get(*args) for name, args in jobs.items()}
 
 
 def bundle(renders, name):

@@ -16,7 +16,7 @@ import kubernetes_validate
 import pytest
 import yaml
 from ansible_collections.cps.gpu_cluster.plugins.module_utils import vllm
-from test_render_components import HOMELAB, fleet, inventory_k8s_version, manifests, start_render
+from test_render_components import HOMELAB, fleet, inventory_k8s_version, manifests
 
 REPO = Path(__file__).resolve().parents[2]
 LLM_FIXTURES = REPO / "tests" / "fixtures" / "llm"
@@ -25,7 +25,7 @@ PSA_ENFORCE = "pod-security.kubernetes.io/enforce"
 
 
 @pytest.fixture(scope="module")
-def renders(tmp_path_factory):
+def renders(renders_cache):
     jobs = {
         "deployment": (HOMELAB,),
         # Kimi K2.5 needs 8 GPUs on one node: preflight refuses it on the homelab's 2-GPU workers
@@ -33,12 +33,9 @@ def renders(tmp_path_factory):
         "operator": (HOMELAB, "gpu_cluster_llm_engine=operator", f"@{LLM_FIXTURES / 'kimi-k2.5.yml'}",
                      '{"gpu_cluster_preflight": false}'),
     }
-    outs = {name: tmp_path_factory.mktemp(name) for name in jobs}
-    procs = {name: start_render(outs[name], *args) for name, args in jobs.items()}
-    for name, proc in procs.items():
-        output = proc.communicate(timeout=1200)[0]
-        assert proc.returncode == 0, f"render of {name} failed:\n{output[-6000:]}"
-    return {name: out / "homelab" for name, out in outs.items()}
+    for args in jobs.values():
+        renders_cache.start(*args)
+    return {name: renders_cache.get(*args)[0] / "homelab" for name, args in jobs.items()}
 
 
 def objects(bundle):
@@ -111,7 +108,9 @@ def test_homelab_writes_qwen_with_ingress_and_embed(renders):
     assert set(qwen) == {("Deployment", "qwen"), ("Service", "qwen"), ("Ingress", "qwen")}
     assert set(embed) == {("Deployment", "embed"), ("Service", "embed")}
     on_namespace = [{"selector": {"matchLabels": {"gpu-cluster.cps/namespace": "llm"}}}]
-    assert fleet(cluster / "qwen")["dependsOn"] == on_namespace
+    # qwen asks for a GPU: it also waits for the GPU Operator's bundle (management.bundle_dependencies)
+    on_operator = [{"selector": {"matchLabels": {"gpu-cluster.cps/bundle": "gpu-operator", "gpu-cluster.cps/cluster": "homelab"}}}]
+    assert fleet(cluster / "qwen")["dependsOn"] == on_namespace + on_operator
     assert fleet(cluster / "embed")["dependsOn"] == on_namespace
     assert fleet(cluster / "namespace-llm")["labels"] == {"gpu-cluster.cps/namespace": "llm"}
     ingress = qwen[("Ingress", "qwen")]["spec"]

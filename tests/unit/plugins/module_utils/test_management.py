@@ -203,6 +203,9 @@ def test_table_entries_for_bundles_other_features_add():
         "cert-manager", "fast-scratch", "gpu-operator", "nfs-subdir-external-provisioner"]
     assert m.bundle_dependencies(comp("gpu-pools"), present) == ["gpu-operator"]
     assert m.bundle_dependencies(comp("monitoring"), ["gpu-operator"]) == ["gpu-operator"]
+    # the GPU alerts are Prometheus operator objects: after the monitoring bundle, when it is rendered
+    assert m.bundle_dependencies(comp("gpu-alerts"), ["monitoring", "gpu-operator"]) == ["monitoring"]
+    assert m.bundle_dependencies(comp("gpu-alerts"), ["gpu-operator"]) == []
     assert m.bundle_dependencies(comp("rancher"), present) == ["cert-manager"]
     assert m.bundle_dependencies(comp("rancher"), []) == []
     # an unknown bundle with no content rule depends on nothing
