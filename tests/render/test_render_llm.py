@@ -108,10 +108,10 @@ def test_homelab_writes_qwen_with_ingress_and_embed(renders):
     assert set(qwen) == {("Deployment", "qwen"), ("Service", "qwen"), ("Ingress", "qwen")}
     assert set(embed) == {("Deployment", "embed"), ("Service", "embed")}
     on_namespace = [{"selector": {"matchLabels": {"gpu-cluster.cps/namespace": "llm"}}}]
-    # qwen asks for a GPU: it also waits for the GPU Operator's bundle (management.bundle_dependencies)
+    # both ask for a GPU: they also wait for the GPU Operator's bundle (management.bundle_dependencies)
     on_operator = [{"selector": {"matchLabels": {"gpu-cluster.cps/bundle": "gpu-operator", "gpu-cluster.cps/cluster": "homelab"}}}]
     assert fleet(cluster / "qwen")["dependsOn"] == on_namespace + on_operator
-    assert fleet(cluster / "embed")["dependsOn"] == on_namespace
+    assert fleet(cluster / "embed")["dependsOn"] == on_namespace + on_operator
     assert fleet(cluster / "namespace-llm")["labels"] == {"gpu-cluster.cps/namespace": "llm"}
     ingress = qwen[("Ingress", "qwen")]["spec"]
     assert ingress["ingressClassName"] == "traefik"
