@@ -154,7 +154,7 @@ def _config_problems(name, config):
             for key in ("cert_file", "key_file", "ca_file"):
                 if key in tls and not (_is_str(tls[key]) and tls[key].startswith("/") and "\n" not in tls[key]):
                     problems.append("%s.tls.%s must be an absolute path on the node (like /etc/ssl/registry/%s.pem)"
-                                    % (where, key, key.split("_")[0]))
+                                    % (where, key, key.split("_", maxsplit=1)[0]))
             if "insecure_skip_verify" in tls and not isinstance(tls["insecure_skip_verify"], bool):
                 problems.append("%s.tls.insecure_skip_verify must be true or false" % where)
             if ("cert_file" in tls) != ("key_file" in tls):
