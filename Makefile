@@ -84,8 +84,11 @@ sanity: dev-deps ## ansible-test sanity on a copy under ansible_collections/cps/
 unit: dev-deps ## pytest unit tests (modules, filters, parsers)
 	pytest -q tests/unit
 
+# Two workers or more (pytest-xdist): most of these tiers' time is ansible-playbook on one core.
+# A test file stays on one worker (--dist loadfile): its module fixtures run once.
+PYTEST_WORKERS ?= auto
 integration: dev-deps ## ansible-playbook on localhost: preflight table, module integration
-	pytest -q tests/integration
+	pytest -q -n $(PYTEST_WORKERS) --dist loadfile --durations=15 tests/integration
 
 render: dev-deps ## render every component and validate it against the real schemas
 	pytest -q tests/render

@@ -21,6 +21,13 @@ if str(COLLECTIONS) not in sys.path:
 
 SHARED = Path(os.environ.get("GPU_CLUSTER_SHARED", REPO.parent / "shared"))
 
+# Under pytest-xdist (make integration/render run two workers) each worker gets its own fact cache:
+# ansible.cfg's jsonfile cache (.ansible/facts) is written in place, so two playbooks writing
+# localhost's facts at once could read each other's half-written file.
+if os.environ.get("PYTEST_XDIST_WORKER"):
+    os.environ.setdefault("ANSIBLE_CACHE_PLUGIN_CONNECTION",
+                          str(REPO / ".ansible" / f"facts-{os.environ['PYTEST_XDIST_WORKER']}"))
+
 
 @pytest.fixture(scope="session")
 def repo_root() -> Path:

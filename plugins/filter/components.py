@@ -6,9 +6,30 @@
 from __future__ import (absolute_import, division, print_function)
 __metaclass__ = type
 
+from ansible.plugins.filter.core import to_nice_yaml
+
 from ansible_collections.cps.gpu_cluster.plugins.plugin_utils.filter_errors import wrap as _wrap
 
 from ansible_collections.cps.gpu_cluster.plugins.module_utils import components, storage_components
+
+
+def bundle_file_texts(files, fleet, header, fleet_comment=""):
+    """[{path, content: text}] of a Fleet bundle for module bundle_files: fleet.yaml first, then each
+    manifest file of component_manifest_files, each text the header comment and the data as YAML."""
+    if not isinstance(files, list) or not all(isinstance(item, dict) and "path" in item and "content" in item
+                                              for item in files):
+        raise ValueError("expects the list of {path, content} of component_manifest_files")
+    if not isinstance(fleet, dict):
+        raise ValueError("the fleet.yaml data must be a mapping (fleet_bundle's result)")
+    head = str(header).rstrip("\n") + "\n"
+    if fleet_comment:
+        head_fleet = head + "".join("# %s\n" % line for line in str(fleet_comment).splitlines())
+    else:
+        head_fleet = head
+    texts = [{"path": "fleet.yaml", "content": head_fleet + to_nice_yaml(fleet, indent=2, sort_keys=False)}]
+    for item in files:
+        texts.append({"path": item["path"], "content": head + to_nice_yaml(item["content"], indent=2, sort_keys=False)})
+    return texts
 
 
 class FilterModule(object):
@@ -17,6 +38,7 @@ class FilterModule(object):
     def filters(self):
         return {
             "fleet_bundle": _wrap(components.fleet_bundle),
+            "bundle_file_texts": _wrap(bundle_file_texts),
             "component_manifests": _wrap(components.component_manifests),
             "component_manifest_files": _wrap(components.manifest_files),
             "component_problems": _wrap(components.validate_component),
