@@ -52,17 +52,8 @@ dev-deps: $(BIN)/.installed collection ## deps plus the test and lint tools (req
 image: host-deps ## build (or reuse) the systemd Debian bookworm test image
 	bash scripts/build-test-image.sh
 
-test: dev-deps ## every tier, with a summary; fails if any tier fails
-	@rm -f .tiers.log
-	-@$(TIERS) ruff $(MAKE) --no-print-directory ruff
-	-@$(TIERS) yamllint $(MAKE) --no-print-directory yamllint
-	-@$(TIERS) ansible-lint $(MAKE) --no-print-directory ansible-lint
-	-@$(TIERS) sanity $(MAKE) --no-print-directory sanity
-	-@$(TIERS) unit $(MAKE) --no-print-directory unit
-	-@$(TIERS) integration $(MAKE) --no-print-directory integration
-	-@$(TIERS) render $(MAKE) --no-print-directory render
-	-@$(TIERS) molecule $(MAKE) --no-print-directory molecule
-	@$(TIERS) --summary
+test: dev-deps ## every tier, with a summary; fails if any tier fails (scripts/test-all.sh)
+	@MAKE="$(MAKE)" bash scripts/test-all.sh
 
 test-fresh: ## the whole suite as on a new machine: no cached image, venv or ~/.cache
 	bash scripts/test-fresh.sh
@@ -103,7 +94,7 @@ lab-destroy: ## tear the lab down
 	bash lab/lab.sh down
 
 clean: lab-destroy
-	rm -rf $(VENV) collections build .ansible .pytest_cache .tiers.log
+	rm -rf $(VENV) collections build .ansible .pytest_cache .tiers.log .molecule-lane.log
 
 .PHONY: docs
 docs: venv ## regenerate the role READMEs' variables reference from meta/argument_specs.yml

@@ -112,7 +112,10 @@ def test_homelab_writes_qwen_with_ingress_and_embed(renders):
     on_operator = [{"selector": {"matchLabels": {"gpu-cluster.cps/bundle": "gpu-operator", "gpu-cluster.cps/cluster": "homelab"}}}]
     assert fleet(cluster / "qwen")["dependsOn"] == on_namespace + on_operator
     assert fleet(cluster / "embed")["dependsOn"] == on_namespace + on_operator
-    assert fleet(cluster / "namespace-llm")["labels"] == {"gpu-cluster.cps/namespace": "llm"}
+    # every bundle carries its name and cluster (fleet_ordered_component); this one also the namespace it makes
+    assert fleet(cluster / "namespace-llm")["labels"] == {"gpu-cluster.cps/namespace": "llm",
+                                                          "gpu-cluster.cps/bundle": "namespace-llm",
+                                                          "gpu-cluster.cps/cluster": "homelab"}
     ingress = qwen[("Ingress", "qwen")]["spec"]
     assert ingress["ingressClassName"] == "traefik"
     assert ingress["rules"][0]["host"] == "qwen.127.0.0.1.nip.io"
