@@ -49,8 +49,10 @@ deps: venv collection ## what the playbooks need on the control node (requiremen
 
 dev-deps: $(BIN)/.installed collection ## deps plus the test and lint tools (requirements-dev.txt)
 
-image: host-deps ## build (or reuse) the systemd Debian bookworm test image
-	bash scripts/build-test-image.sh
+# bookworm is Proxmox VE 8's Debian, trixie Proxmox VE 9's: the molecule scenarios run hosts of both.
+TEST_RELEASES ?= bookworm trixie
+image: host-deps ## build (or reuse) the systemd Debian test images (bookworm and trixie)
+	for release in $(TEST_RELEASES); do bash scripts/build-test-image.sh $$release || exit 1; done
 
 test: dev-deps ## every tier, with a summary; fails if any tier fails (scripts/test-all.sh)
 	@MAKE="$(MAKE)" bash scripts/test-all.sh
@@ -87,6 +89,7 @@ render: dev-deps ## render every component and validate it against the real sche
 molecule: dev-deps image ## every molecule scenario (podman containers)
 	bash scripts/molecule-all.sh
 
+lab: TEST_RELEASES = bookworm
 lab: deps image ## build the podman lab and run playbooks/site.yml against it
 	bash lab/lab.sh up
 

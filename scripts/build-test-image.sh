@@ -1,16 +1,22 @@
 #!/usr/bin/env bash
-# Build the systemd-enabled Debian bookworm image the molecule scenarios and
-# the lab run in (Debian bookworm is Proxmox VE 8's base). Cached: the image is
-# rebuilt only when this script changes (its hash is the image tag) or
-# when FORCE=1.
+# Build the systemd-enabled Debian image the molecule scenarios and the lab run in:
+#   build-test-image.sh [bookworm|trixie]   (default bookworm)
+# Debian bookworm is Proxmox VE 8's base and trixie Proxmox VE 9's; the scenarios run hosts of
+# both (molecule/*/molecule.yml), the lab runs bookworm. Cached: an image is rebuilt only when
+# this script changes (its hash and the release are the image tag) or when FORCE=1.
 set -euo pipefail
 
 here=$(cd "$(dirname "$0")/.." && pwd)
 export CONTAINERS_CONF="${CONTAINERS_CONF:-$here/tests/container/containers.conf}"
-image="${TEST_IMAGE:-localhost/cps-gpu-cluster-bookworm}"
-tag=$(sha256sum "$0" | cut -c1-12)
+suite=${1:-bookworm}
+case "$suite" in
+  bookworm | trixie) ;;
+  *) echo "build-test-image.sh: release '$suite' is not one the roles support (bookworm, trixie)" >&2; exit 2 ;;
+esac
+image="${TEST_IMAGE_PREFIX:-localhost/cps-gpu-cluster}-$suite"
+tag=$({ sha256sum "$0"; echo "$suite"; } | sha256sum | cut -c1-12)
 cache_dir="${XDG_CACHE_HOME:-$HOME/.cache}/cps-gpu-cluster"
-tarball="$cache_dir/bookworm-$tag.tar"
+tarball="$cache_dir/$suite-$tag.tar"
 mirror="${DEBIAN_MIRROR:-http://deb.debian.org/debian}"
 
 # Packages the roles expect on a fresh Debian/Proxmox install, plus what
@@ -27,16 +33,16 @@ mkdir -p "$cache_dir"
 if [ "${FORCE:-0}" = 1 ] || [ ! -s "$tarball" ]; then
   root=$(mktemp -d)
   trap 'rm -rf "$root"' EXIT
-  echo "debootstrap bookworm into $root (a few minutes, cached afterwards)"
-  debootstrap --variant=minbase --include="$packages" bookworm "$root" "$mirror" >"$cache_dir/debootstrap.log" 2>&1 \
-    || { tail -n 30 "$cache_dir/debootstrap.log"; exit 1; }
+  echo "debootstrap $suite into $root (a few minutes, cached afterwards)"
+  debootstrap --variant=minbase --include="$packages" "$suite" "$root" "$mirror" >"$cache_dir/debootstrap-$suite.log" 2>&1 \
+    || { tail -n 30 "$cache_dir/debootstrap-$suite.log"; exit 1; }
   # Make systemd behave as PID 1 in a container: no getty, no udev trigger noise.
   chroot "$root" systemctl mask getty@tty1.service serial-getty@.service \
     systemd-udevd.service systemd-udev-trigger.service systemd-remount-fs.service \
     sys-kernel-config.mount sys-kernel-debug.mount >/dev/null 2>&1 || true
-  echo "deb $mirror bookworm main" >"$root/etc/apt/sources.list"
-  echo "deb $mirror bookworm-updates main" >>"$root/etc/apt/sources.list"
-  echo "deb http://security.debian.org/debian-security bookworm-security main" >>"$root/etc/apt/sources.list"
+  echo "deb $mirror $suite main" >"$root/etc/apt/sources.list"
+  echo "deb $mirror $suite-updates main" >>"$root/etc/apt/sources.list"
+  echo "deb http://security.debian.org/debian-security $suite-security main" >>"$root/etc/apt/sources.list"
   chroot "$root" apt-get clean
   rm -rf "$root"/var/lib/apt/lists/* "$root"/var/cache/apt/*.bin
   tar -C "$root" -cf "$tarball.tmp" . && mv "$tarball.tmp" "$tarball"

@@ -20,7 +20,7 @@ from ansible_collections.cps.gpu_cluster.plugins.module_utils.components import 
 COLLECTION_ROOT = os.path.abspath(os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", ".."))
 VERSIONS_FILE = os.path.join(COLLECTION_ROOT, "versions.yml")
 
-DATASOURCES = ("github-releases", "helm", "docker", "terraform-provider")
+DATASOURCES = ("github-releases", "helm", "docker", "terraform-provider", "pypi")
 # The comment above an entry; the same regex renovate.json's custom manager uses.
 RENOVATE_COMMENT_RE = re.compile(r"#\s*renovate:\s*datasource=(?P<datasource>\S+)\s+depName=(?P<depName>\S+)"
                                  r"(?:\s+registryUrl=(?P<registryUrl>\S+))?(?:\s+versioning=(?P<versioning>\S+))?\s*")
@@ -46,7 +46,7 @@ REQUIRED_KEYS = (
     "terraform_provider_proxmox_version", "terraform_provider_local_version", "terraform_version", "helm_version",
     "kube_prometheus_stack_chart", "jupyterhub_chart", "jupyterhub_notebook_cpu_image",
     "jupyterhub_notebook_pytorch_image", "jupyterhub_notebook_tensorflow_image", "cert_manager_chart",
-    "rancher_chart", "fleet_chart",
+    "rancher_chart", "fleet_chart", "jupyterhub_singleuser_version",
 )
 
 
