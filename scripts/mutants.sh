@@ -1,53 +1,52 @@
 #!/usr/bin/env bash
 # make mutants: mutation testing of plugins/module_utils/ against the unit tests (issue 19).
-# Runs cosmic-ray (pinned in requirements-dev.txt) on a scratch copy of the checkout (the
-# checkout itself is never mutated), one module at a time, each against its own unit tests
-# (tests/unit/plugins/module_utils/test_<module>.py and the filter/module tests that import it).
-# Prints each module's score and every surviving mutant; exits 1 when a score is below
-# MUTANTS_MIN (default 85). Slow: minutes per module on 2 cores.
+# Runs mutmut (pinned in requirements-dev.txt) on a scratch copy of the checkout (the checkout itself
+# is never mutated). The copy is laid out as ansible_collections/cps/gpu_cluster/, so the mutated
+# modules keep the import names the tests use. mutmut runs each mutant in a forked pytest with only
+# the tests of tests/unit/plugins/ that call the mutated function.
+# Prints each module's score, the score of all of them and every surviving mutant's diff; exits 1
+# when the score of all the modules it ran is below MUTANTS_MIN (default 85).
 #   MUTANTS_FILES="phase kernel_cmdline" make mutants     # a few modules
 #   MUTANTS_MIN=0 make mutants                             # report only
+#   MUTANTS_JOBS=4                                         # parallel mutants (default: nproc)
+#   MUTANTS_KEEP=/tmp/mutants                              # keep the work tree there (mutmut browse)
 set -euo pipefail
 cd "$(dirname "$0")/.."
 repo=$PWD
 bin=${VENV_BIN:-$repo/.venv/bin}
 min=${MUTANTS_MIN:-85}
-files=${MUTANTS_FILES:-$(cd plugins/module_utils && ls ./*.py | sed 's|^\./||; s|\.py$||')}
-work=$(mktemp -d "${TMPDIR:-/tmp}/gpu-cluster-mutants.XXXXXX")
-trap 'rm -rf "$work"' EXIT
-git ls-files -co --exclude-standard -z | tar --null -T - -cf - | tar -xf - -C "$work"
-mkdir -p "$work/collections/ansible_collections/cps"
-ln -sfn ../../.. "$work/collections/ansible_collections/cps/gpu_cluster"
-export GPU_CLUSTER_SHARED=${GPU_CLUSTER_SHARED:-$repo/../shared}
-status=0
-summary=()
-for name in $files; do
-  module=plugins/module_utils/$name.py
-  [ -f "$work/$module" ] || { echo "mutants: no $module" >&2; exit 2; }
-  tests=()
-  [ -f "$work/tests/unit/plugins/module_utils/test_$name.py" ] && tests+=("tests/unit/plugins/module_utils/test_$name.py")
-  while IFS= read -r t; do tests+=("$t"); done < <(cd "$work" && grep -l "module_utils.$name import\|module_utils import .*\b$name\b" tests/unit/plugins/filter/*.py tests/unit/plugins/modules/*.py 2>/dev/null || true)
-  if [ ${#tests[@]} -eq 0 ]; then
-    echo "mutants: $name: no unit test imports it: score 0" ; summary+=("$name 0/0 (no tests)"); status=1; continue
-  fi
-  cat > "$work/cr-$name.toml" <<TOML
-[cosmic-ray]
-module-path = "$module"
-timeout = 60.0
-excluded-modules = []
-test-command = "$bin/python -m pytest -x -q -p no:cacheprovider ${tests[*]}"
-
-[cosmic-ray.distributor]
-name = "local"
+jobs=${MUTANTS_JOBS:-$(nproc)}
+if [ -n "${MUTANTS_KEEP:-}" ]; then
+  work=$MUTANTS_KEEP
+  rm -rf "$work" && mkdir -p "$work"
+else
+  work=$(mktemp -d "${TMPDIR:-/tmp}/gpu-cluster-mutants.XXXXXX")
+  trap 'rm -rf "$work"' EXIT
+fi
+prefix=ansible_collections/cps/gpu_cluster
+mkdir -p "$work/$prefix"
+git ls-files -co --exclude-standard -z | tar --null -T - -cf - | tar -xf - -C "$work/$prefix"
+sources=()
+if [ -n "${MUTANTS_FILES:-}" ]; then
+  for name in $MUTANTS_FILES; do
+    [ -f "plugins/module_utils/$name.py" ] || { echo "mutants: no plugins/module_utils/$name.py" >&2; exit 2; }
+    sources+=("\"$prefix/plugins/module_utils/$name.py\"")
+  done
+else
+  sources+=("\"$prefix/plugins/module_utils/\"")
+fi
+cat > "$work/pyproject.toml" <<TOML
+[tool.mutmut]
+source_paths = [$(IFS=,; echo "${sources[*]}")]
+also_copy = ["$prefix/"]
+pytest_add_cli_args = ["-p", "no:cacheprovider", "-q"]
+pytest_add_cli_args_test_selection = ["$prefix/tests/unit/plugins/"]
 TOML
-  echo "mutants: $name against ${tests[*]}"
-  (cd "$work" && "$bin/cosmic-ray" init "cr-$name.toml" "cr-$name.sqlite" && "$bin/cosmic-ray" baseline "cr-$name.toml" >/dev/null \
-     && "$bin/cosmic-ray" exec "cr-$name.toml" "cr-$name.sqlite")
-  (cd "$work" && "$bin/python" "$repo/scripts/mutants_report.py" "cr-$name.sqlite" "$name" "$min") > "$work/report-$name.txt" || status=1
-  cat "$work/report-$name.txt"
-  summary+=("$(head -1 "$work/report-$name.txt")")
-done
-echo
-echo "mutants: summary (minimum ${min}%)"
-printf '  %s\n' "${summary[@]}"
-exit $status
+export GPU_CLUSTER_SHARED=${GPU_CLUSTER_SHARED:-$repo/../shared}
+echo "mutants: mutmut over ${MUTANTS_FILES:-all of plugins/module_utils/} in $work ($jobs at a time)"
+start=$(date +%s)
+# mutmut draws a progress line many times a second: keep the log, show its last line
+(cd "$work" && "$bin/mutmut" run --max-children "$jobs" >mutmut.log 2>&1) || {
+  tail -c 4000 "$work/mutmut.log" | tr '\r' '\n' | tail -40; echo "mutants: mutmut failed (log: $work/mutmut.log)"; exit 2; }
+echo "mutants: $(tr '\r' '\n' <"$work/mutmut.log" | grep -a 'mutations/second' | tail -1) in $(($(date +%s) - start)) s"
+(cd "$work" && "$bin/python" "$repo/scripts/mutants_report.py" "$prefix/plugins/module_utils" "$min")

@@ -1,30 +1,63 @@
-"""Score and surviving mutants of one cosmic-ray session (used by scripts/mutants.sh)."""
+"""Scores and surviving mutants of one mutmut run (used by scripts/mutants.sh; run in its work tree).
+
+Killed: a selected test failed, or the mutant ran past its time limit. Not killed: it survived, or
+no test calls the function it changed ("no tests"), or mutmut found it suspicious. Skipped and
+unchecked mutants are listed but not counted."""
 
 from __future__ import annotations
 
+import json
 import sys
+from pathlib import Path
 
-from cosmic_ray.work_db import WorkDB, use_db
-from cosmic_ray.work_item import TestOutcome
+KILLED = {1: "killed", 3: "killed", 36: "timeout", 24: "timeout", -24: "timeout", 152: "timeout",
+          255: "timeout", 37: "caught by type check"}
+NOT_KILLED = {0: "survived", 5: "no tests", 33: "no tests"}
+NOT_COUNTED = {34: "skipped", None: "not checked", 2: "interrupted"}
 
 
-def main(db_path, name, minimum):
-    with use_db(db_path, WorkDB.Mode.open) as db:
-        results = list(db.completed_work_items)
-    killed = [item for item, result in results if result.test_outcome == TestOutcome.KILLED]
-    survived = [(item, result) for item, result in results if result.test_outcome == TestOutcome.SURVIVED]
-    incompetent = [item for item, result in results if result.test_outcome == TestOutcome.INCOMPETENT]
-    total = len(killed) + len(survived)
-    score = 100.0 * len(killed) / total if total else 0.0
-    print(f"{name}: {score:.1f}% killed ({len(killed)}/{total}; {len(incompetent)} incompetent not counted)")
-    for item, result in survived:
-        for mutation in item.mutations:
-            print(f"  SURVIVED {mutation.module_path}:{mutation.start_pos[0]} {mutation.operator_name} #{mutation.occurrence}")
-        if result.diff:
-            print("    " + "\n    ".join(line for line in result.diff.splitlines() if line.startswith(("+", "-"))
-                                        and not line.startswith(("+++", "---"))))
+def status(code):
+    for table in (KILLED, NOT_KILLED, NOT_COUNTED):
+        if code in table:
+            return table[code]
+    return "suspicious"
+
+
+def diff(name, path):
+    """The mutant's changed lines, from mutmut's own index (mutmut's show)."""
+    try:
+        from mutmut.mutation.diff_apply import get_diff_for_mutant  # pylint: disable=import-outside-toplevel
+        text = get_diff_for_mutant(name, path=path)
+    except Exception as exc:  # noqa: BLE001  # pylint: disable=broad-exception-caught
+        return [f"(no diff: {exc})"]
+    return [line for line in text.splitlines() if line[:1] in "+-" and not line.startswith(("+++", "---"))]
+
+
+def main(source_dir, minimum):
+    totals = {"killed": 0, "counted": 0}
+    lines, survivors = [], []
+    for meta in sorted(Path("mutants", source_dir).glob("*.py.meta")):
+        source = str(Path(source_dir, meta.name[: -len(".meta")]))
+        codes = json.loads(meta.read_text(encoding="utf-8"))["exit_code_by_key"]
+        killed = sum(1 for code in codes.values() if code in KILLED)
+        counted = sum(1 for code in codes.values() if code not in NOT_COUNTED)
+        other = len(codes) - counted
+        totals["killed"] += killed
+        totals["counted"] += counted
+        score = 100.0 * killed / counted if counted else 100.0
+        lines.append(f"  {Path(source).name:24} {score:5.1f}%  {killed}/{counted} killed"
+                     + (f" ({other} not run)" if other else ""))
+        survivors += [(name, source, status(code)) for name, code in codes.items()
+                      if code not in KILLED and code not in NOT_COUNTED]
+    for name, source, why in survivors:
+        print(f"{why.upper()} {name.rsplit('.', 1)[-1]} ({Path(source).name})")
+        print("    " + "\n    ".join(diff(name, source)))
+    score = 100.0 * totals["killed"] / totals["counted"] if totals["counted"] else 0.0
+    print("\nmutants: score per module")
+    print("\n".join(lines))
+    print(f"mutants: all of them: {score:.1f}% ({totals['killed']}/{totals['counted']} killed; minimum {minimum}%)")
     return 0 if score >= float(minimum) else 1
 
 
 if __name__ == "__main__":
-    sys.exit(main(*sys.argv[1:4]))
+    sys.exit(main(sys.argv[1], sys.argv[2]))

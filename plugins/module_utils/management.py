@@ -395,7 +395,7 @@ def ordered_component(component, present, cluster):
     if cluster:
         labels[CLUSTER_LABEL] = cluster
     result["fleet_labels"] = labels
-    depends = list(result.get("fleet_depends_on") or [])
+    depends = [_scoped_to(entry, cluster) for entry in result.get("fleet_depends_on") or []]
     for name in bundle_dependencies(result, present):
         entry = bundle_selector(name, cluster) if cluster else {"selector": {"matchLabels": {BUNDLE_LABEL: name}}}
         if entry not in depends:
@@ -403,6 +403,19 @@ def ordered_component(component, present, cluster):
     if depends:
         result["fleet_depends_on"] = depends
     return result
+
+
+def _scoped_to(entry, cluster):
+    """One of the component's own ``dependsOn`` entries, limited to the bundles of ``cluster``: a
+    label selector without the cluster label gets it (every bundle rendered here carries it, and two
+    clusters may share one Fleet repository and workspace). Other entries are kept as they are."""
+    selector = entry.get("selector") if isinstance(entry, dict) else None
+    match = selector.get("matchLabels") if isinstance(selector, dict) else None
+    if not cluster or not isinstance(match, dict) or not match or CLUSTER_LABEL in match:
+        return entry
+    scoped = copy.deepcopy(entry)
+    scoped["selector"]["matchLabels"] = dict(match, **{CLUSTER_LABEL: cluster})
+    return scoped
 
 
 def _selector_matches(selector, labels):

@@ -107,7 +107,8 @@ def test_homelab_writes_qwen_with_ingress_and_embed(renders):
     assert set(objects(cluster / "namespace-llm")) == {("Namespace", "llm")}
     assert set(qwen) == {("Deployment", "qwen"), ("Service", "qwen"), ("Ingress", "qwen")}
     assert set(embed) == {("Deployment", "embed"), ("Service", "embed")}
-    on_namespace = [{"selector": {"matchLabels": {"gpu-cluster.cps/namespace": "llm"}}}]
+    # the namespace bundle of this cluster: two clusters may share one Fleet repository
+    on_namespace = [{"selector": {"matchLabels": {"gpu-cluster.cps/namespace": "llm", "gpu-cluster.cps/cluster": "homelab"}}}]
     # both ask for a GPU: they also wait for the GPU Operator's bundle (management.bundle_dependencies)
     on_operator = [{"selector": {"matchLabels": {"gpu-cluster.cps/bundle": "gpu-operator", "gpu-cluster.cps/cluster": "homelab"}}}]
     assert fleet(cluster / "qwen")["dependsOn"] == on_namespace + on_operator

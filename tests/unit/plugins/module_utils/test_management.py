@@ -230,13 +230,25 @@ def test_ordered_component_labels_and_selectors():
     model = comp("qwen", manifests=[GPU_POD], fleet_depends_on=[{"selector": {"matchLabels": {"ns": "llm"}}}])
     ordered = m.ordered_component(model, ["gpu-operator", "qwen"], "homelab")
     assert ordered["fleet_labels"] == {m.BUNDLE_LABEL: "qwen", m.CLUSTER_LABEL: "homelab"}
+    # the component's own selector is limited to this cluster's bundles, like the table's
     assert ordered["fleet_depends_on"] == [
-        {"selector": {"matchLabels": {"ns": "llm"}}},
+        {"selector": {"matchLabels": {"ns": "llm", m.CLUSTER_LABEL: "homelab"}}},
         {"selector": {"matchLabels": {m.BUNDLE_LABEL: "gpu-operator", m.CLUSTER_LABEL: "homelab"}}},
     ]
     assert "fleet_labels" not in model  # the input is not changed
+    assert model["fleet_depends_on"] == [{"selector": {"matchLabels": {"ns": "llm"}}}]
     again = m.ordered_component(ordered, ["gpu-operator"], "homelab")
     assert again["fleet_depends_on"] == ordered["fleet_depends_on"]
+
+
+def test_own_depends_on_kept_without_a_cluster_or_a_label_selector():
+    by_name = {"name": "other-bundle"}
+    own = [{"selector": {"matchLabels": {"ns": "llm", m.CLUSTER_LABEL: "other"}}},
+           by_name, {"selector": {"matchExpressions": [{"key": "ns", "operator": "Exists"}]}},
+           {"selector": {"matchLabels": {}}}]
+    assert m.ordered_component(comp("qwen", fleet_depends_on=own), [], "homelab")["fleet_depends_on"] == own
+    plain = [{"selector": {"matchLabels": {"ns": "llm"}}}]
+    assert m.ordered_component(comp("qwen", fleet_depends_on=plain), [], "")["fleet_depends_on"] == plain
 
 
 def fleet(name, deps=(), cluster="c"):
