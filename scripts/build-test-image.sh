@@ -16,6 +16,10 @@ esac
 image="${TEST_IMAGE_PREFIX:-localhost/cps-gpu-cluster}-$suite"
 tag=$({ sha256sum "$0"; echo "$suite"; } | sha256sum | cut -c1-12)
 cache_dir="${XDG_CACHE_HOME:-$HOME/.cache}/cps-gpu-cluster"
+mkdir -p "$cache_dir"
+# make test's two lanes may both ask for the image: one builds it, the other waits, then finds it
+exec 9>"$cache_dir/build-$suite.lock"
+flock 9
 tarball="$cache_dir/$suite-$tag.tar"
 mirror="${DEBIAN_MIRROR:-http://deb.debian.org/debian}"
 
@@ -29,7 +33,6 @@ if [ "${FORCE:-0}" != 1 ] && podman image exists "$image:$tag"; then
   exit 0
 fi
 
-mkdir -p "$cache_dir"
 if [ "${FORCE:-0}" = 1 ] || [ ! -s "$tarball" ]; then
   root=$(mktemp -d)
   trap 'rm -rf "$root"' EXIT

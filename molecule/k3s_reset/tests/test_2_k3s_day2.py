@@ -30,14 +30,7 @@ ALL = [*SERVERS, AGENT]
 OLD, NEW = "v1.33.5+k3s1", "v1.34.1+k3s1"
 FULL = "K10" + f"{48879:064x}" + "::server:{secret}"
 
-pytestmark = [
-    pytest.mark.skipif(not INVENTORY, reason="SKIPPED day-2: run through molecule (MOLECULE_INVENTORY_FILE)"),
-    # Opt-in until one whole run after the second round's merges has passed (issue 11 stays open): the
-    # first five cases passed on the merged main, the last three ran out of session time; they also add
-    # about 15 minutes to make test.
-    pytest.mark.skipif(os.environ.get("GPU_CLUSTER_K3S_DAY2_TESTS") != "1",
-                       reason="SKIPPED day-2 cases: set GPU_CLUSTER_K3S_DAY2_TESTS=1 to run them (issue 11, open)"),
-]
+pytestmark = pytest.mark.skipif(not INVENTORY, reason="SKIPPED day-2: run through molecule (MOLECULE_INVENTORY_FILE)")
 
 
 def playbook(name, *args, **extra):
