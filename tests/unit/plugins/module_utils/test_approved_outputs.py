@@ -1,0 +1,172 @@
+"""Approved outputs of the module_utils that build objects: chart values, manifests, rules, Jobs.
+
+The other unit tests check what each object must do (a key, a selector, a limit); the render tier
+validates the same objects against the real schemas. Neither notices a changed value that is still
+valid: a mount option, a reclaim policy, an alert's duration, a probe's path. Here each builder is
+called with the homelab's inputs and its whole output is compared with the approved one in
+``approved/<module>.json``; a difference fails with the path of the first changed value.
+
+A deliberate change: look at the difference, then approve the new output with
+``GPU_CLUSTER_APPROVE=1 pytest tests/unit/plugins/module_utils/test_approved_outputs.py`` and commit
+the JSON with the change (the review sees both)."""
+
+from __future__ import annotations
+
+import json
+import os
+from pathlib import Path
+
+import pytest
+import yaml
+from ansible_collections.cps.gpu_cluster.plugins.module_utils import gpu_monitoring as gm
+from ansible_collections.cps.gpu_cluster.plugins.module_utils import jupyterhub as jh
+from ansible_collections.cps.gpu_cluster.plugins.module_utils import management as mg
+from ansible_collections.cps.gpu_cluster.plugins.module_utils import storage_components as sc
+from ansible_collections.cps.gpu_cluster.plugins.module_utils import vllm
+
+# the inputs the module's own tests use (this directory is on sys.path: pytest's prepend import mode)
+import test_jupyterhub as tj  # isort: skip
+import test_management as tm  # isort: skip
+import test_vllm as tv  # isort: skip
+
+HERE = Path(__file__).resolve().parent
+APPROVED = HERE / "approved"
+REPO = HERE.parents[3]
+HOMELAB = REPO / "inventories" / "homelab"
+A100_80 = "NVIDIA A100 80GB PCIe"
+
+
+def homelab_var(name):
+    for path in sorted((HOMELAB / "group_vars" / "all").glob("*.yml")):
+        data = yaml.safe_load(path.read_text()) or {}
+        if name in data:
+            return data[name]
+    raise KeyError(name)
+
+
+POOLS = homelab_var("gpu_cluster_gpu_pools")
+WORKERS = {f"wk-gpu{i}": {"gpu_cluster_gpu_count": 2, "gpu_cluster_gpu_model": A100_80} for i in range(1, 5)}
+HUB_PROFILES = jh.resolve_profiles(None, tj.HOMELAB)["profiles"]
+HUB_POOL_PROFILES = [{"name": "cpu", "gpu": 0}, {"name": "shared", "gpu": 1, "pool": "shared"},
+                     {"name": "mig", "gpu": 1, "pool": "mig"}]
+HUB_GITHUB = dict(tj.SETTINGS, auth="github", cert_issuer="letsencrypt",
+                  oauth={"client_id": "abc", "allowed_organizations": ["cps"]})
+CERT_MANAGER = tm.SETTINGS["cert_manager"]
+
+# module -> case -> the call. Each case calls the builder as a role does, with the homelab's inputs.
+CASES = {
+    "storage_components": {
+        "nfs_values": lambda: sc.nfs_provisioner_values("10.0.0.30", "/export/k3s"),
+        "nfs_values_not_default_extra": lambda: sc.nfs_provisioner_values(
+            "nfs.lab", "/srv/k3s", storage_class="shared", default=False, extra={"replicaCount": 2}),
+        "local_path_not_default": sc.local_path_not_default,
+        "fast_scratch_manifests": lambda: sc.fast_scratch_manifests(
+            "/mnt/fast-scratch", ["wk-gpu2", "wk-gpu1"], node_label={"gpu": "true"}),
+        "fast_scratch_manifests_defaults": lambda: sc.fast_scratch_manifests("/mnt/x", ["n1"]),
+    },
+    "gpu_monitoring": {
+        "stack_values": gm.stack_values,
+        "stack_values_infra": lambda: gm.stack_values("30d", "100Gi", infra=True),
+        "dcgm_service_monitor": gm.dcgm_service_monitor,
+        "prometheus_rule": lambda: gm.prometheus_rule(POOLS, WORKERS),
+        "prometheus_rule_no_pools": gm.prometheus_rule,
+        "dashboard_configmap": lambda: gm.dashboard_configmap(POOLS),
+    },
+    "jupyterhub": {
+        "chart_values": lambda: jh.chart_values(tj.SETTINGS, HUB_PROFILES),
+        "chart_values_github_tls_pools": lambda: jh.chart_values(HUB_GITHUB, HUB_POOL_PROFILES, tj.POOLS),
+        "profile_list": lambda: jh.profile_list(HUB_PROFILES, images=tj.IMAGES, scratch=tj.SCRATCH,
+                                                singleuser_package="jupyterhub==5.3.0"),
+        "profile_list_pools": lambda: jh.profile_list(HUB_POOL_PROFILES, tj.POOLS, images=tj.IMAGES,
+                                                      home={"size": "10Gi"}),
+        "component": lambda: jh.jupyterhub_component(tj.SETTINGS, HUB_PROFILES, {
+            "repo": "https://hub.jupyter.org/helm-chart/", "name": "jupyterhub", "version": "4.4.0",
+            "release": "jupyterhub"}),
+        "oauth_secret": lambda: jh.oauth_secret(HUB_GITHUB, "s3cr3t"),
+        "resolve_profiles_mixed": lambda: jh.resolve_profiles(None, tj.MIXED, drop_unsatisfiable=True),
+        "verify_plan": lambda: jh.verify_plan(HUB_POOL_PROFILES, tj.POOLS),
+        "hub_api_command": lambda: jh.hub_api_command("POST", "/users/cps-verify/server", {"profile": "gpu-1"}),
+    },
+    "management": {
+        "components_rancher": lambda: mg.management_components(tm.SETTINGS),
+        "components_fleet": lambda: mg.management_components(dict(tm.SETTINGS, mode="fleet", servers=1)),
+        "rancher_values_letsencrypt": lambda: mg.rancher_values(
+            "rancher.homelab.lan", 3, tls_source="letsEncrypt", letsencrypt_email="ops@homelab.lan"),
+        "cert_manager_values": lambda: mg.cert_manager_values(2, {"prometheus": {"enabled": False}}),
+        "fleet_values": mg.fleet_values,
+        "gitrepo": lambda: mg.gitrepo("https://git.lan/cm.git", "main", "homelab", polling_interval="5m",
+                                      client_secret_name="cm-git-auth"),
+        "git_credentials_basic": lambda: mg.git_credentials_secret("cm-git-auth", username="fleet", password="tok3n"),
+        "git_credentials_ssh": lambda: mg.git_credentials_secret(
+            "k", ssh_private_key="-----BEGIN OPENSSH PRIVATE KEY-----\nx", known_hosts="git.lan ssh-ed25519 AAAA"),
+        "bootstrap_password_secret": lambda: mg.bootstrap_password_secret("correct-horse-battery"),
+        "self_signed_issuer": mg.self_signed_issuer,
+        "ca_certificate": mg.ca_certificate,
+        "mask_secrets": lambda: mg.mask_secrets({"token": "t", "nested": [{"password": "p", "name": "n"}],
+                                                 "k3s_token": "x", "plain": "kept"}),
+    },
+    "vllm": {
+        "components_homelab": lambda: vllm.vllm_components([tv.QWEN, tv.EMBED], POOLS),
+        "components_runtime_cache": lambda: vllm.vllm_components(
+            [dict(tv.QWEN, cache={"size": "200Gi", "storage_class": "nfs-client"}, hf_token_secret="hf"),
+             dict(tv.EMBED, namespace="embed", gpu=2)], POOLS, engine="operator", ingress_class="nginx"),
+        "spec_kimi": lambda: vllm.vllm_spec(tv.KIMI),
+        "endpoint_checks": lambda: [vllm.endpoint_checks(vllm.vllm_spec(m)) for m in (tv.QWEN, tv.EMBED)],
+    },
+}
+
+
+_MISSING = object()
+
+
+def plain(value):
+    """The output as JSON would hold it (tuples as lists); types are kept: "0" is not 0."""
+    return json.loads(json.dumps(value, sort_keys=True))
+
+
+def first_difference(got, want, path="$"):
+    """Where ``got`` first differs from ``want`` (a path and both values), None when they are the same."""
+    if got is _MISSING or want is _MISSING:
+        return f"{path}: " + ("added" if want is _MISSING else "removed")
+    if type(got) is not type(want):
+        return f"{path}: {type(want).__name__} {want!r} became {type(got).__name__} {got!r}"
+    if isinstance(want, dict):
+        pairs = [(f"{path}.{key}", got.get(key, _MISSING), want.get(key, _MISSING))
+                 for key in sorted(set(got) | set(want))]
+    elif isinstance(want, list):
+        pairs = [(f"{path}[{index}]", g, w) for index, (g, w) in enumerate(zip(got, want))]
+        pairs.append((f"{path} length", len(got), len(want)))
+    else:
+        return None if got == want else f"{path}: {want!r} became {got!r}"
+    return next(filter(None, (first_difference(g, w, where) for where, g, w in pairs)), None)
+
+
+@pytest.mark.parametrize(("module", "case"), [(m, c) for m, cases in CASES.items() for c in cases])
+def test_output_is_the_approved_one(module, case):
+    got = plain(CASES[module][case]())
+    path = APPROVED / f"{module}.json"
+    approved = json.loads(path.read_text()) if path.exists() else {}
+    if os.environ.get("GPU_CLUSTER_APPROVE") == "1":
+        approved[case] = got
+        APPROVED.mkdir(exist_ok=True)
+        path.write_text(json.dumps(approved, indent=1, sort_keys=True) + "\n")
+    assert case in approved, f"{module}.{case} has no approved output: approve it (GPU_CLUSTER_APPROVE=1, see above)"
+    difference = first_difference(got, approved[case])  # not ==: True == 1 in Python
+    assert difference is None, f"{module}.{case}: {difference}"
+
+
+def test_every_approved_output_has_its_case():
+    for path in APPROVED.glob("*.json"):
+        assert set(json.loads(path.read_text())) <= set(CASES.get(path.stem, {})), f"{path.name}: outputs no case makes"
+
+
+@pytest.mark.parametrize(("got", "want", "message"), [
+    ({"a": {"b": [1, "0"]}}, {"a": {"b": [1, 0]}}, "$.a.b[1]: int 0 became str '0'"),
+    ({"a": 1}, {"a": 1, "b": 2}, "$.b: removed"),
+    ([1], [1, 2], "$ length: 2 became 1"),
+    ({"a": "x"}, {"a": "y"}, "$.a: 'y' became 'x'"),
+    ({"a": 1}, {"a": True}, "$.a: bool True became int 1"),
+])
+def test_a_difference_is_named(got, want, message):
+    assert first_difference(got, want) == message
+    assert first_difference(want, want) is None
