@@ -19,14 +19,17 @@ from pathlib import Path
 import pytest
 import yaml
 from ansible_collections.cps.gpu_cluster.plugins.module_utils import gpu_monitoring as gm
+from ansible_collections.cps.gpu_cluster.plugins.module_utils import gpu_pools as gp
 from ansible_collections.cps.gpu_cluster.plugins.module_utils import jupyterhub as jh
 from ansible_collections.cps.gpu_cluster.plugins.module_utils import management as mg
 from ansible_collections.cps.gpu_cluster.plugins.module_utils import storage_components as sc
-from ansible_collections.cps.gpu_cluster.plugins.module_utils import vllm
+from ansible_collections.cps.gpu_cluster.plugins.module_utils import verify, vllm
 
 # the inputs the module's own tests use (this directory is on sys.path: pytest's prepend import mode)
+import test_gpu_pools as tg  # isort: skip
 import test_jupyterhub as tj  # isort: skip
 import test_management as tm  # isort: skip
+import test_verify as tvf  # isort: skip
 import test_vllm as tv  # isort: skip
 
 HERE = Path(__file__).resolve().parent
@@ -52,6 +55,27 @@ HUB_POOL_PROFILES = [{"name": "cpu", "gpu": 0}, {"name": "shared", "gpu": 1, "po
 HUB_GITHUB = dict(tj.SETTINGS, auth="github", cert_issuer="letsencrypt",
                   oauth={"client_id": "abc", "allowed_organizations": ["cps"]})
 CERT_MANAGER = tm.SETTINGS["cert_manager"]
+VERIFY_JOBS = verify.plan_jobs(tvf.WORKERS, ["cp1", "wk-gpu1", "WK_gpu2"], tvf.IMAGES)
+H100_SLOW = dict(tvf.H100, index=1, pcie_width_current=4)
+POOL_SET = [{"name": "ts", "nodes": ["wk-4090"], "allocation": "timeslice", "replicas": 4, "renameByDefault": True,
+             "namespaces": ["lab"]},
+            {"name": "x", "nodes": ["wk-gpu1"], "allocation": "exclusive"},
+            dict(tg.mig_pool("all-1g.10gb", ["wk-gpu2"]), namespaces=["llm", "lab"])]
+
+
+def verify_report():
+    """The report of a worker with a GPU on a narrow PCIe link (test_verify's slow-GPU case)."""
+    probe = {"check": "gpu-probe", "name": "p", "node": "wk1", "expect": '"probe": "gpu"', "judge": "probe"}
+    checks = [verify.judge_job(probe, tvf.OK, json.dumps(tvf.H100) + "\n" + json.dumps(H100_SLOW) + "\n"),
+              verify.judge_job(tvf.LOG_JOB, tvf.OK, "cuda_available=True device_count=1"),
+              verify.judge_job(VERIFY_JOBS[-3], {"failed": 1}, "connect: no route to host")]
+    worker = verify.worker_gpus(2, "NVIDIA H100 80GB HBM3", [{}, {}], {})
+    guest = verify.guest_row("wk1", verify.guest_view("0-7", [], tvf.MEMINFO))
+    return verify.build_report("lab", [{"node": "wk1", "declared": 2, "model": "NVIDIA H100 80GB HBM3",
+                                        "worker": worker, "guest": guest}],
+                               [verify.row("capacity", "cluster", "PASS", "2 of 2")], checks, True,
+                               capacity={"nodes": [{"name": "wk1", "ready": True,
+                                                    "allocatable": {"nvidia.com/gpu": "2"}}]})
 
 # module -> case -> the call. Each case calls the builder as a role does, with the homelab's inputs.
 CASES = {
@@ -112,6 +136,30 @@ CASES = {
              dict(tv.EMBED, namespace="embed", gpu=2)], POOLS, engine="operator", ingress_class="nginx"),
         "spec_kimi": lambda: vllm.vllm_spec(tv.KIMI),
         "endpoint_checks": lambda: [vllm.endpoint_checks(vllm.vllm_spec(m)) for m in (tv.QWEN, tv.EMBED)],
+    },
+    "verify": {
+        "plan_jobs": lambda: VERIFY_JOBS,
+        "plan_jobs_options": lambda: verify.plan_jobs(tvf.WORKERS[:1], [], tvf.IMAGES,
+                                                      {"probe_burn": 300, "tensorflow": False, "network": False}),
+        "plan_manifests": lambda: verify.plan_manifests(VERIFY_JOBS, "gpu-verify", 900, probe_source="print(1)"),
+        "plan_manifests_shared": lambda: verify.plan_manifests(VERIFY_JOBS[:2], "v", resource="nvidia.com/gpu.shared"),
+        "perf_verdict_h100": lambda: verify.gpu_perf_verdict(tvf.H100),
+        "perf_verdict_h100_narrow_link": lambda: verify.gpu_perf_verdict(H100_SLOW),
+        "perf_verdict_slow_compute": lambda: verify.gpu_perf_verdict(
+            dict(tvf.H100, matmul_bf16_tflops=300, hbm_gbs=1200, ecc_errors_uncorrected=2)),
+        "report": verify_report,
+        "report_markdown": lambda: verify.report_markdown(verify_report()),
+        "report_lines": lambda: verify.report_lines(verify_report()),
+    },
+    "gpu_pools": {
+        "device_plugin_configmap": lambda: gp.device_plugin_configmap(POOL_SET, tg.HOSTS),
+        "operator_values": lambda: gp.operator_values(POOL_SET),
+        "resource_quotas": lambda: gp.resource_quotas(POOL_SET, tg.HOSTS),
+        "quota_components": lambda: gp.quota_components(POOL_SET, tg.HOSTS),
+        "pool_capacity": lambda: gp.pool_capacity(POOL_SET, tg.HOSTS),
+        "node_labels": lambda: gp.node_labels(POOL_SET, tg.HOSTS),
+        "capacity_report_real_mig_node": lambda: gp.capacity_report(
+            [tg.mig_pool("all-1g.10gb", ["wk-gpu1"])], tg.HOSTS, [tg.a100_node()]),
     },
 }
 
