@@ -18,6 +18,7 @@ from pathlib import Path
 
 import pytest
 import yaml
+from ansible_collections.cps.gpu_cluster.plugins.module_utils import components as cm
 from ansible_collections.cps.gpu_cluster.plugins.module_utils import gpu_monitoring as gm
 from ansible_collections.cps.gpu_cluster.plugins.module_utils import gpu_pools as gp
 from ansible_collections.cps.gpu_cluster.plugins.module_utils import jupyterhub as jh
@@ -79,6 +80,16 @@ def verify_report():
 
 # module -> case -> the call. Each case calls the builder as a role does, with the homelab's inputs.
 CASES = {
+    "components": {
+        "gpu_operator_values": lambda: cm.gpu_operator_values("v1.33.5+k3s1", "v26.7.0"),
+        "gpu_operator_values_legacy_host_driver": lambda: cm.gpu_operator_values(
+            "v1.30.9+k3s1", "v25.10.1", driver_enabled=False, driver_version="570.1", mig_strategy="mixed",
+            dcgm_exporter_enabled=False, extra_values={"dcgmExporter": {"serviceMonitor": {"enabled": True}}}),
+        "gpu_operator_values_driver_version": lambda: cm.gpu_operator_values("v1.34.1+k3s1", "v26.7.0",
+                                                                             driver_version="580.95.05"),
+        "cuda_smoke_pod": cm.cuda_smoke_pod,
+        "cuda_smoke_pod_two_gpus": lambda: cm.cuda_smoke_pod("smoke-2", "gpu-verify", "registry.lan/cuda:12", gpus=2),
+    },
     "storage_components": {
         "nfs_values": lambda: sc.nfs_provisioner_values("10.0.0.30", "/export/k3s"),
         "nfs_values_not_default_extra": lambda: sc.nfs_provisioner_values(
