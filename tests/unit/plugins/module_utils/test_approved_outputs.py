@@ -21,6 +21,7 @@ import yaml
 from ansible_collections.cps.gpu_cluster.plugins.module_utils import components as cm
 from ansible_collections.cps.gpu_cluster.plugins.module_utils import gpu_monitoring as gm
 from ansible_collections.cps.gpu_cluster.plugins.module_utils import gpu_pools as gp
+from ansible_collections.cps.gpu_cluster.plugins.module_utils import inventory_checks as ic
 from ansible_collections.cps.gpu_cluster.plugins.module_utils import jupyterhub as jh
 from ansible_collections.cps.gpu_cluster.plugins.module_utils import management as mg
 from ansible_collections.cps.gpu_cluster.plugins.module_utils import storage_components as sc
@@ -28,6 +29,7 @@ from ansible_collections.cps.gpu_cluster.plugins.module_utils import verify, vll
 
 # the inputs the module's own tests use (this directory is on sys.path: pytest's prepend import mode)
 import test_gpu_pools as tg  # isort: skip
+import test_inventory_checks as ti  # isort: skip
 import test_jupyterhub as tj  # isort: skip
 import test_management as tm  # isort: skip
 import test_verify as tvf  # isort: skip
@@ -62,6 +64,15 @@ POOL_SET = [{"name": "ts", "nodes": ["wk-4090"], "allocation": "timeslice", "rep
              "namespaces": ["lab"]},
             {"name": "x", "nodes": ["wk-gpu1"], "allocation": "exclusive"},
             dict(tg.mig_pool("all-1g.10gb", ["wk-gpu2"]), namespaces=["llm", "lab"])]
+
+
+def inventory_with(value, names=(*ic.CLUSTER_VARIABLES, *ic.HOST_VARIABLES, *ic.POSITIVE_INT_VARIABLES)):
+    """The problems of the homelab inventory with every variable of ``names`` set to ``value`` on every host:
+    the message of each variable's check, in the order preflight prints them."""
+    groups, hostvars = ti.homelab()
+    for variables in hostvars.values():
+        variables.update(dict.fromkeys(names, value))
+    return ic.inventory_problems(groups, hostvars)
 
 
 def verify_report():
@@ -106,6 +117,14 @@ CASES = {
         "prometheus_rule": lambda: gm.prometheus_rule(POOLS, WORKERS),
         "prometheus_rule_no_pools": gm.prometheus_rule,
         "dashboard_configmap": lambda: gm.dashboard_configmap(POOLS),
+    },
+    "inventory_checks": {
+        "every_variable_a_mapping": lambda: inventory_with({"a": 1}),
+        "every_variable_a_number": lambda: inventory_with(-3),
+        "every_variable_a_bad_string": lambda: inventory_with("Not Valid!"),
+        "every_variable_empty": lambda: inventory_with(""),
+        "every_variable_a_list_of_bad_strings": lambda: inventory_with(["Not Valid!", 7]),
+        "cluster_variables_missing": lambda: inventory_with(None, tuple(ic.CLUSTER_VARIABLES)),
     },
     "jupyterhub": {
         "chart_values": lambda: jh.chart_values(tj.SETTINGS, HUB_PROFILES),
