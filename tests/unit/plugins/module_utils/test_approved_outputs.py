@@ -19,18 +19,26 @@ from pathlib import Path
 import pytest
 import yaml
 from ansible_collections.cps.gpu_cluster.plugins.module_utils import components as cm
+from ansible_collections.cps.gpu_cluster.plugins.module_utils import gpu_capacity as gc
 from ansible_collections.cps.gpu_cluster.plugins.module_utils import gpu_monitoring as gm
 from ansible_collections.cps.gpu_cluster.plugins.module_utils import gpu_pools as gp
 from ansible_collections.cps.gpu_cluster.plugins.module_utils import inventory_checks as ic
 from ansible_collections.cps.gpu_cluster.plugins.module_utils import jupyterhub as jh
+from ansible_collections.cps.gpu_cluster.plugins.module_utils import k3s, k3s_hardening, k3s_reset, numa, nvidia_smi, pci_sysfs, verify, vllm
+from ansible_collections.cps.gpu_cluster.plugins.module_utils import k3s_parity as kp
 from ansible_collections.cps.gpu_cluster.plugins.module_utils import management as mg
+from ansible_collections.cps.gpu_cluster.plugins.module_utils import state_dir as sd
 from ansible_collections.cps.gpu_cluster.plugins.module_utils import storage_components as sc
-from ansible_collections.cps.gpu_cluster.plugins.module_utils import verify, vllm
 
 # the inputs the module's own tests use (this directory is on sys.path: pytest's prepend import mode)
 import test_gpu_pools as tg  # isort: skip
 import test_inventory_checks as ti  # isort: skip
 import test_jupyterhub as tj  # isort: skip
+import test_k3s as tk  # isort: skip
+import test_k3s_reset as tkr  # isort: skip
+import test_numa as tn  # isort: skip
+import test_k3s_hardening as tkh  # isort: skip
+import test_k3s_parity as tkp  # isort: skip
 import test_management as tm  # isort: skip
 import test_verify as tvf  # isort: skip
 import test_vllm as tv  # isort: skip
@@ -64,6 +72,41 @@ POOL_SET = [{"name": "ts", "nodes": ["wk-4090"], "allocation": "timeslice", "rep
              "namespaces": ["lab"]},
             {"name": "x", "nodes": ["wk-gpu1"], "allocation": "exclusive"},
             dict(tg.mig_pool("all-1g.10gb", ["wk-gpu2"]), namespaces=["llm", "lab"])]
+
+
+def outcome(function, *args, **kwargs):
+    """What ``function`` returns, or the message of the ValueError it raises."""
+    try:
+        return function(*args, **kwargs)
+    except ValueError as error:
+        return {"ValueError": str(error)}
+
+
+VERSION_STEPS = [("", "v1.33.5+k3s1"), ("v1.33.5+k3s1", "v1.33.5+k3s1"), ("v1.33.5+k3s1", "v1.33.6+k3s1"),
+                 ("v1.33.5+k3s1", "v1.34.1+k3s1"), ("v1.33.5+k3s1", "v1.35.0+k3s1"), ("v1.33.5+k3s1", "v1.32.9+k3s1"),
+                 ("v1.33.5+k3s2", "v1.33.5+k3s1"), ("v1.33.5+k3s1", "v2.0.0+k3s1"), ("v1.34.0-rc1+k3s1", "v1.34.0+k3s1"),
+                 ("v1.33.5+k3s1", "latest")]
+SERVERS = ["cp1", "cp2", "cp3", "cp4", "cp5"]
+BAD_REGISTRIES = {"mirrors": {"docker.io": {"endpoint": "https://x"}, "bad host!": {}, "q.io": {"rewrite": "x"}},
+                  "configs": {"a.io": "x", "b.io": {"auth": "x", "tls": "y"}, "c.io": {},
+                              "d.io": {"auth": {"username": "", "password": 3, "extra": 1},
+                                       "tls": {"cert_file": "rel.pem", "ca_file": "/a\nb", "key_file": 4,
+                                               "insecure_skip_verify": "yes", "other": 1}},
+                              "e.io": {"auth": {"username": "u", "password": "p", "auth": "x"},
+                                       "tls": {"cert_file": "/c.pem"}},
+                              "f.io": {"auth": {}}, "g.io": {"tls": {"key_file": "/k.pem"}}},
+                  "other": 1}
+
+
+FIXTURES = REPO / "tests" / "fixtures"
+
+
+def numa_plan(root, **options):
+    """The planner's placement, table and Terraform variables for the homelab's VMs on a captured host."""
+    topology, gpu_nodes = tn.layout(root)
+    plan, problems = numa.plan_placement(topology, gpu_nodes, tn.homelab_workers(), tn.CONTROL_PLANES, **options)
+    return {"plan": plan, "problems": problems, "table": numa.placement_table(plan, "pve1"),
+            "tfvars": numa.placement_tfvars(plan)}
 
 
 def inventory_with(value, names=(*ic.CLUSTER_VARIABLES, *ic.HOST_VARIABLES, *ic.POSITIVE_INT_VARIABLES)):
@@ -117,6 +160,62 @@ CASES = {
         "prometheus_rule": lambda: gm.prometheus_rule(POOLS, WORKERS),
         "prometheus_rule_no_pools": gm.prometheus_rule,
         "dashboard_configmap": lambda: gm.dashboard_configmap(POOLS),
+    },
+    "k3s": {
+        "version_problem": lambda: [[c, w, outcome(k3s.version_problem, c, w), outcome(k3s.version_problem, c, w, True, True)]
+                                    for c, w in VERSION_STEPS],
+        "token_plan": lambda: [
+            outcome(k3s.token_plan, "K10" + "a" * 64 + "::server:stored-secret-0123", "other-secret-0123456789"),
+            outcome(k3s.token_plan, None, "short"),
+            outcome(k3s.token_plan, None, None, None, True),
+            outcome(k3s.token_plan, "stored-secret-0123456789 ", "K10" + "b" * 64 + "::server:stored-secret-0123456789"),
+            outcome(k3s.token_plan, None, " given-secret-0123456789\n", None, True),
+            outcome(k3s.token_plan, None, None, "running-secret-0123456789\n", True),
+        ],
+        "node_config_first_server_cis": lambda: k3s.node_config(
+            "server", cluster_init=True, node_name="cp1", labels=["gpu-class=a100"], taints=["dedicated=infra:NoSchedule"],
+            cis=k3s_hardening.cis_config("server", **tkh.PATHS), **tk.BASE),
+        "node_config_joining_server": lambda: k3s.node_config("server", server_url="https://10.0.0.100:6443",
+                                                              snapshot_retention=5, extra={"debug": True}, **tk.BASE),
+        "node_config_agent": lambda: k3s.node_config(
+            "agent", node_ip="10.0.0.21", flannel_iface="ens18", server_url="https://10.0.0.100:6443",
+            labels=["gpu=true"], taints=["nvidia.com/gpu=true:NoSchedule"], cis=k3s_hardening.cis_config("agent", **tkh.PATHS)),
+    },
+    "k3s_parity": {
+        "registries_problems": lambda: kp.registries_problems(BAD_REGISTRIES),
+        "registries_not_a_mapping": lambda: [kp.registries_problems(v) for v in ("x", {"mirrors": "x", "configs": []})],
+        "remove_node_problem": lambda: [
+            [node, count, allow, kp.remove_node_problem(node, [*SERVERS[:count], "wk1"], SERVERS[:count], allow)]
+            for node in ("", None, "cp1", "wk1", "nope") for count in (1, 2, 3, 4, 5) for allow in (False, True)],
+        "good_registries": lambda: kp.registries_problems(tkp.GOOD_REGISTRIES),
+    },
+    "state_dir": {
+        "inside_the_collection": lambda: sd.state_dir_problems("/opt/c/ansible_collections/cps/gpu_cluster/state",
+                                                               root="/opt/c/ansible_collections/cps/gpu_cluster",
+                                                               installed=True),
+        "inside_a_checkout": lambda: sd.state_dir_problems("/src/gpu_cluster/state", root="/src/gpu_cluster",
+                                                           installed=False),
+        "a_file": lambda: sd.state_dir_problems("/etc/passwd", root="/nowhere", installed=True),
+    },
+    "parsers": {
+        **{f"nvidia_smi_{path.stem}": (lambda path=path: nvidia_smi.parse_query_xml(path.read_text()))
+           for path in sorted((FIXTURES / "nvidia-smi").glob("*.xml"))},
+        **{f"lspci_{path.stem.split('__')[1]}": (lambda path=path: pci_sysfs.parse_lspci_nnk(path.read_text()))
+           for path in sorted((FIXTURES / "lspci").glob("*.txt"))},
+        **{f"lscpu_{path.parent.name}": (lambda path=path: numa.lscpu_layout(numa.parse_lscpu_p(path.read_text())))
+           for path in sorted((FIXTURES / "numa").glob("*/lscpu-p.txt"))},
+        **{f"numa_topology_{root.name}": (lambda root=root: numa.read_numa_topology(str(root / "sys")))
+           for root in sorted((FIXTURES / "numa").glob("*/")) if (root / "sys").is_dir()},
+        "mountinfo_k3s_agent": lambda: k3s_reset.parse_mountinfo(tkr.FIXTURE.read_text()),
+        **{f"gpu_capacity_{path.stem.split('__', 1)[1]}": (lambda path=path: gc.evaluate(
+            [json.loads(path.read_text())], expected={"nvidia.com/gpu": 4, "per_node": {"wk-gpu9": {"nvidia.com/gpu": 1}}}))
+           for path in sorted((FIXTURES / "k8s-node").glob("*.json"))},
+    },
+    "numa": {
+        "two_socket_1g": lambda: numa_plan(tn.TWO, hugepages="1G"),
+        "two_socket_smt_off": lambda: numa_plan(tn.TWO_NOSMT),
+        "one_socket": lambda: numa_plan(tn.ONE),
+        "one_socket_span": lambda: numa_plan(tn.ONE, allow_span=True, host_cores=1, hugepages="2M"),
     },
     "inventory_checks": {
         "every_variable_a_mapping": lambda: inventory_with({"a": 1}),
