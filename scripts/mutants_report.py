@@ -10,6 +10,8 @@ import json
 import sys
 from pathlib import Path
 
+from mutmut.mutation.diff_apply import get_diff_for_mutant
+
 KILLED = {1: "killed", 3: "killed", 36: "timeout", 24: "timeout", -24: "timeout", 152: "timeout",
           255: "timeout", 37: "caught by type check"}
 NOT_KILLED = {0: "survived", 5: "no tests", 33: "no tests"}
@@ -26,9 +28,8 @@ def status(code):
 def diff(name, path):
     """The mutant's changed lines, from mutmut's own index (mutmut's show)."""
     try:
-        from mutmut.mutation.diff_apply import get_diff_for_mutant  # pylint: disable=import-outside-toplevel
         text = get_diff_for_mutant(name, path=path)
-    except Exception as exc:  # noqa: BLE001  # pylint: disable=broad-exception-caught
+    except Exception as exc:  # pylint: disable=broad-exception-caught
         return [f"(no diff: {exc})"]
     return [line for line in text.splitlines() if line[:1] in "+-" and not line.startswith(("+++", "---"))]
 
