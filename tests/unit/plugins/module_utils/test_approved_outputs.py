@@ -132,6 +132,7 @@ def verify_report():
                                capacity={"nodes": [{"name": "wk1", "ready": True,
                                                     "allocatable": {"nvidia.com/gpu": "2"}}]})
 
+
 # module -> case -> the call. Each case calls the builder as a role does, with the homelab's inputs.
 CASES = {
     "components": {
