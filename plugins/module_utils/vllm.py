@@ -111,11 +111,6 @@ def model_info(model):
     return {}
 
 
-def infer_task(model):
-    """``embed`` for known embedding models, else ``generate``."""
-    return model_info(model).get("task", "generate")
-
-
 def _image_pinned(image):
     if "@sha256:" in image:
         return True
