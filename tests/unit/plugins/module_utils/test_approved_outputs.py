@@ -109,6 +109,67 @@ def numa_plan(root, **options):
             "tfvars": numa.placement_tfvars(plan)}
 
 
+def vllm_judged():
+    """Each endpoint check of a chat and an embedding model, judged on good, empty and broken answers."""
+    answers = [
+        (200, json.dumps({"data": [{"id": "Qwen/Qwen2.5-1.5B-Instruct"}, {"id": "BAAI/bge-base-en-v1.5"}]})),
+        (200, json.dumps({"data": [{"id": "other/model"}]})), (200, json.dumps({"data": []})), (200, "<html>"),
+        (200, json.dumps({"choices": [{"message": {"content": "ready"}}], "usage": {"completion_tokens": 2}})),
+        (200, json.dumps({"choices": [{"message": {"content": None, "reasoning_content": "thinking"}}],
+                          "usage": {"completion_tokens": 16}})),
+        (200, json.dumps({"choices": [], "usage": {"completion_tokens": 0}})), (200, json.dumps({"choices": "x"})),
+        (200, json.dumps({"data": [{"embedding": [0.1] * 8}]})), (200, json.dumps({"data": [{"embedding": []}]})),
+        (200, json.dumps({"data": [{"embedding": "x"}]})), (200, json.dumps([1])),
+        (500, "boom\n  trace"), (503, ""),
+    ]
+    out = []
+    for model in (tv.QWEN, tv.EMBED):
+        spec = vllm.vllm_spec(model)
+        for check in vllm.endpoint_checks(spec):
+            out.append([model["name"], check["check"], [outcome(vllm.judge, check, spec, status, text)
+                                                        for status, text in answers]])
+    return out
+
+
+def hub_pod(node, gpus, resource="nvidia.com/gpu"):
+    return {"spec": {"nodeName": node, "containers": [{"name": "notebook", "resources": {"limits": {resource: gpus}}}]}}
+
+
+HUB_STEPS = [{"profile": "gpu-2", "gpu": 2, "resource": "nvidia.com/gpu"},
+             {"profile": "m", "gpu": 1, "resource": "nvidia.com/mig-1g.10gb"},
+             {"profile": "cpu", "gpu": 0, "resource": "nvidia.com/gpu"}]
+SMI_OUTPUTS = ["GPU 0: NVIDIA A100 80GB PCIe (UUID: GPU-a)\nGPU 1: NVIDIA A100 80GB PCIe (UUID: GPU-b)\n",
+               "GPU 0: NVIDIA A100 80GB PCIe (UUID: GPU-a)\n",
+               "GPU 0: NVIDIA A100 (UUID: GPU-a)\n  MIG 1g.10gb     Device  0: (UUID: MIG-x)\n", "", "No devices were found"]
+HUB_PODS = [hub_pod("wk-gpu1", "2"), hub_pod("cp1", "2"), hub_pod("wk-gpu1", "1"), hub_pod("wk-gpu1", "1", "nvidia.com/mig-1g.10gb"),
+            {"spec": {"containers": []}}, {}]
+ETCD_CASES = [(3, tvf.members(False, False, False), tvf.HEALTHY, "", False),
+              (3, tvf.members(False, False, True), tvf.HEALTHY, "", False),
+              (5, tvf.members(False, False, False), {"json": {"health": "false"}}, "", False),
+              (3, {"msg": "connection refused"}, {}, "", False), (1, {}, {}, "", False), (3, {}, {}, "no kubeconfig", True),
+              (3, {}, {}, "no kubeconfig", False), (3, {"unreachable": True}, {}, "", True),
+              (3, {"unreachable": True}, {}, "", False)]
+CAPACITY_CASES = [({"nodes": tvf.NODES, "totals": {"nvidia.com/gpu": 2}}, "", False),
+                  ({"nodes": tvf.NODES, "shortfalls": ["node a has 1 allocatable nvidia.com/gpu, expected 2"],
+                    "failed": True}, "", False),
+                  ({"failed": True, "msg": "API said no"}, "", False),
+                  ({"nodes": [*tvf.NODES, {"name": "b", "ready": False}]}, "", False),
+                  ({}, "no kubeconfig", True), ({}, "no kubeconfig", False)]
+POOL_ALLOCATIONS = [
+    {"wk-gpu1": {"nvidia.com/gpu": "2"}, "wk-gpu2": {"nvidia.com/gpu": "2"}, "wk-gpu3": {"nvidia.com/gpu.shared": "8"},
+     "wk-gpu4": {"nvidia.com/mig-1g.10gb": "14"}},
+    {"wk-gpu1": {"nvidia.com/gpu": "2"}, "wk-gpu2": {"nvidia.com/gpu": "1"}, "wk-gpu3": {"nvidia.com/gpu": "2"},
+     "wk-gpu4": {"nvidia.com/mig-1g.10gb": "7"}},
+    {"wk-gpu1": {"nvidia.com/gpu": "0"}}, {}]
+BOOT_PROBES = [{}, {"cp1": {"reachable": True}, "cp2": {"etcd": True, "token": True, "api": True},
+                    "cp3": {"etcd": True, "token": True, "api": True}},
+               {s: {"etcd": True, "token": True, "api": True} for s in ("cp1", "cp2", "cp3")},
+               {"cp1": {"reachable": False}, "cp2": {"etcd": True, "token": True, "api": False},
+                "cp3": {"etcd": True, "token": True, "api": True}},
+               {"cp1": {"etcd": True, "token": True, "api": True}},
+               {"cp1": {"reachable": False}, "cp2": {"reachable": False}, "cp3": {"etcd": True, "token": False}}]
+
+
 def inventory_with(value, names=(*ic.CLUSTER_VARIABLES, *ic.HOST_VARIABLES, *ic.POSITIVE_INT_VARIABLES)):
     """The problems of the homelab inventory with every variable of ``names`` set to ``value`` on every host:
     the message of each variable's check, in the order preflight prints them."""
@@ -211,6 +272,39 @@ CASES = {
         **{f"gpu_capacity_{path.stem.split('__', 1)[1]}": (lambda path=path: gc.evaluate(
             [json.loads(path.read_text())], expected={"nvidia.com/gpu": 4, "per_node": {"wk-gpu9": {"nvidia.com/gpu": 1}}}))
            for path in sorted((FIXTURES / "k8s-node").glob("*.json"))},
+    },
+    "judges": {
+        "vllm_judge": vllm_judged,
+        "vllm_verify_rows": lambda: vllm.verify_rows(vllm.vllm_spec(tv.QWEN), [
+            {"check": "models", "status": 200, "text": tv.MODELS_OK[1], "seconds": 0.25},
+            {"check": "chat", "status": 0, "error": "POST /v1/chat/completions failed: refused", "seconds": 3.0}]),
+        "vllm_verify_rows_not_run": lambda: vllm.verify_rows(vllm.vllm_spec(tv.EMBED), [
+            {"check": "models", "status": 503, "text": "loading", "seconds": 30.0}]),
+        "hub_judge_pod": lambda: [[outcome(jh.judge_pod, step, pod, ["wk-gpu1"]) for pod in HUB_PODS] for step in HUB_STEPS],
+        "hub_judge_nvidia_smi": lambda: [[outcome(jh.judge_nvidia_smi, step, out) for out in SMI_OUTPUTS] for step in HUB_STEPS],
+        "verify_etcd_row": lambda: [verify.etcd_row(*case, "cp1") for case in ETCD_CASES],
+        "verify_capacity_rows": lambda: [verify.capacity_rows(*case) for case in CAPACITY_CASES],
+        "verify_pool_rows": lambda: [verify.pool_rows(tvf.POOLS_CAPACITY, {"nodes": [
+            {"name": n, "allocatable": a} for n, a in alloc.items()]}) for alloc in POOL_ALLOCATIONS]
+            + [verify.pool_rows(tvf.POOLS_CAPACITY, {}, "no kubeconfig", lab=True),
+               verify.pool_rows(tvf.POOLS_CAPACITY, {}, "no kubeconfig")],
+        "verify_throughput": lambda: [verify.parse_throughput(log) for log in (tvf.BUSYBOX_DD, tvf.GNU_DD, "", "write:\nx\n")],
+        "verify_worker_spec": lambda: [verify.worker_spec(h) for h in (
+            None, {}, {"inventory_hostname": "wk_1", "gpu_cluster_node_name": "wk-1", "gpu_cluster_gpu_count": 2,
+                       "gpu_cluster_gpu_model": A100_80},
+            {"inventory_hostname": "wk2", "gpu_cluster_verify_expected": {"nvidia.com/mig-1g.10gb": 7}})],
+        "k3s_bootstrap_plan": lambda: [outcome(k3s.bootstrap_plan, ["cp1", "cp2", "cp3"], "cp1", probes)
+                                       for probes in BOOT_PROBES],
+        "k3s_interface_for_ip": lambda: [outcome(k3s.interface_for_ip, tk.FACTS, a)
+                                         for a in ("10.0.0.21", "127.0.0.1", "10.9.9.9", "", None)],
+        "k3s_taint_dicts": lambda: [outcome(k3s.taint_dicts, t) for t in (
+            ["nvidia.com/gpu=true:NoSchedule", "dedicated:NoExecute", "a=b:PreferNoSchedule"], ["gpu=true:Never"], ["x"], [])],
+        "management_tls_secret": lambda: [outcome(mg.tls_secret, *pair) for pair in (
+            ("cert", "key"), ("-----BEGIN CERTIFICATE-----\nA\n", "-----BEGIN PRIVATE KEY-----\nB\n"),
+            ("-----BEGIN CERTIFICATE-----\n", "key"), ("", ""))],
+        "management_git_credentials_refused": lambda: [outcome(mg.git_credentials_secret, "k", **kwargs) for kwargs in (
+            {}, {"username": "u"}, {"password": "p"}, {"username": "u", "password": "p", "ssh_private_key": "k"},
+            {"ssh_private_key": "not a key"}, {"known_hosts": "git.lan ssh-ed25519 AAAA"})],
     },
     "numa": {
         "two_socket_1g": lambda: numa_plan(tn.TWO, hugepages="1G"),
