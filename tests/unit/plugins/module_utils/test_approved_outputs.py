@@ -284,10 +284,11 @@ CASES = {
         "hub_judge_nvidia_smi": lambda: [[outcome(jh.judge_nvidia_smi, step, out) for out in SMI_OUTPUTS] for step in HUB_STEPS],
         "verify_etcd_row": lambda: [verify.etcd_row(*case, "cp1") for case in ETCD_CASES],
         "verify_capacity_rows": lambda: [verify.capacity_rows(*case) for case in CAPACITY_CASES],
-        "verify_pool_rows": lambda: [verify.pool_rows(tvf.POOLS_CAPACITY, {"nodes": [
-            {"name": n, "allocatable": a} for n, a in alloc.items()]}) for alloc in POOL_ALLOCATIONS]
-            + [verify.pool_rows(tvf.POOLS_CAPACITY, {}, "no kubeconfig", lab=True),
-               verify.pool_rows(tvf.POOLS_CAPACITY, {}, "no kubeconfig")],
+        "verify_pool_rows": lambda: [
+            *(verify.pool_rows(tvf.POOLS_CAPACITY, {"nodes": [{"name": n, "allocatable": a} for n, a in alloc.items()]})
+              for alloc in POOL_ALLOCATIONS),
+            verify.pool_rows(tvf.POOLS_CAPACITY, {}, "no kubeconfig", lab=True),
+            verify.pool_rows(tvf.POOLS_CAPACITY, {}, "no kubeconfig")],
         "verify_throughput": lambda: [verify.parse_throughput(log) for log in (tvf.BUSYBOX_DD, tvf.GNU_DD, "", "write:\nx\n")],
         "verify_worker_spec": lambda: [verify.worker_spec(h) for h in (
             None, {}, {"inventory_hostname": "wk_1", "gpu_cluster_node_name": "wk-1", "gpu_cluster_gpu_count": 2,
