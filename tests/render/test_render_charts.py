@@ -10,8 +10,8 @@ and licence (origins in tests/fixtures/SOURCES.md). Helm is the Helm v4 Go SDK s
 helm-python-sdk wheel (``helm_python``, pinned in requirements-dev.txt): the same engine as
 ``helm template``, offline (``lookup`` returns nothing), without a helm executable.
 
-A component is one row of CHARTS; rows of components other branches add are in PENDING until
-their bundles are rendered, and a rendered Helm bundle without a row fails the suite.
+A component is one row of CHARTS, and a rendered Helm bundle without a row fails the suite; the
+components installed directly, never as a bundle (Fleet alone), are rows of DIRECT.
 The kube-vip manifest the k3s servers apply is rendered from its role template and validated too.
 """
 
@@ -31,7 +31,7 @@ import jsonschema
 import kubernetes_validate
 import pytest
 import yaml
-from ansible_collections.cps.gpu_cluster.plugins.module_utils import gpu_monitoring, jupyterhub
+from ansible_collections.cps.gpu_cluster.plugins.module_utils import gpu_monitoring, jupyterhub, management, versions
 
 REPO = Path(__file__).resolve().parents[2]
 FIXTURES = REPO / "tests" / "fixtures"
@@ -64,12 +64,14 @@ CHARTS = {
     ("legacy", "cert-manager"): ("cert-manager-v1.19.6", "cert-manager"),
     ("legacy", "rancher"): ("rancher-2.14.4", "cattle-system"),
 }
-# Components the platform issues add on other branches: move a row into CHARTS when its bundle
-# is rendered (a rendered bundle still listed here fails test_every_helm_bundle_has_a_row).
-PENDING = {
-    # Fleet alone (gpu_cluster_management_mode fleet; the homelab runs Rancher), vendored at its pins
-    ("homelab", "fleet-crd"): ("fleet-crd-0.15.6", "cattle-fleet-system"),
-    ("homelab", "fleet"): ("fleet-0.15.6", "cattle-fleet-system"),
+# Components delivered directly, never as a Fleet bundle: Fleet alone (gpu_cluster_management_mode
+# fleet) installs fleet-crd and fleet with Helm, since a bundle cannot upgrade the agent that applies
+# it (management.fleet_bundled_components). They are rendered with the values the management role
+# gives them (management.management_components, the function its vars call) at the pinned version.
+# component -> (chart dir, namespace)
+DIRECT = {
+    "fleet-crd": ("fleet-crd-0.15.6", "cattle-fleet-system"),
+    "fleet": ("fleet-0.15.6", "cattle-fleet-system"),
 }
 
 
@@ -266,7 +268,7 @@ def test_every_helm_bundle_has_a_row(rendered):
     helm_bundles = {(render, bundle) for render, fleets in rendered.items()
                     for bundle, fleet in fleets.items() if "helm" in fleet and fleet["helm"].get("chart")}
     assert not helm_bundles - set(CHARTS), (
-        f"Helm bundles without a row in CHARTS (move it from PENDING, vendor its chart): {sorted(helm_bundles - set(CHARTS))}")
+        f"Helm bundles without a row in CHARTS (vendor its chart): {sorted(helm_bundles - set(CHARTS))}")
     assert not set(CHARTS) - helm_bundles, f"rows whose bundle is not rendered: {sorted(set(CHARTS) - helm_bundles)}"
 
 
@@ -369,14 +371,51 @@ def test_kube_vip_manifest_is_strict_valid(tmp_path):
     assert env_vars["address"] == "10.0.0.100" and env_vars["vip_interface"] == "eth0"
 
 
-@pytest.mark.parametrize(("render", "bundle"), sorted(PENDING), ids=lambda v: v)
-def test_pending_chart_renders_with_its_defaults(render, bundle):
-    """A chart vendored ahead of its component renders strict-valid with its own defaults."""
-    chart_dir, namespace = PENDING[(render, bundle)]
-    if not (HELM_CHARTS / chart_dir / "Chart.yaml").is_file():
-        pytest.skip(f"{chart_dir} not vendored yet (its component is not on this branch)")
-    docs, crds = helm_template(chart_dir, {}, bundle, namespace)
-    assert validation_problems(docs, crds + crds_from_other_charts(chart_dir), RENDERS[render][1]) == []
+def direct_components(mode, extra_values=None):
+    """{name: component} of the management components in ``mode`` with the homelab's settings and
+    the pins of versions.yml, as roles/management/vars/main.yml builds them."""
+    pin = versions.pinned
+    settings = {"mode": mode, "servers": 3, "ingress_class": "traefik",
+                "cert_manager": {"version": pin("cert_manager_chart"), "namespace": "cert-manager"},
+                "rancher": {"version": pin("rancher_chart"), "hostname": "rancher.homelab.lan"},
+                "fleet": {"version": pin("fleet_chart"), "namespace": "cattle-fleet-system",
+                          "values": extra_values or {}}}
+    return {c["name"]: c for c in management.management_components(settings)}
+
+
+def test_every_direct_component_has_a_row():
+    """Fleet alone's components are the ones no Fleet bundle carries: each has a DIRECT row."""
+    components = direct_components("fleet")
+    bundled = {c["name"] for c in management.fleet_bundled_components(list(components.values()))}
+    assert set(components) - bundled == set(DIRECT)
+
+
+@pytest.mark.parametrize("name", sorted(DIRECT))
+def test_direct_chart_renders_strict_valid(name):
+    """fleet-crd and fleet, rendered with the values and namespace the management role installs
+    them with, are strict-valid (the fleet chart's custom resources against fleet-crd's CRDs)."""
+    chart_dir, namespace = DIRECT[name]
+    component = direct_components("fleet")[name]
+    chart = yaml.safe_load((HELM_CHARTS / chart_dir / "Chart.yaml").read_text())
+    assert (chart["name"], str(chart["version"])) == (component["chart"]["name"], component["chart"]["version"]), (
+        f"{name} pins {component['chart']['version']} but the row renders {chart_dir}: vendor the pinned chart")
+    assert component["namespace"] == namespace
+    docs, crds = helm_template(chart_dir, component["chart"]["values"], component["chart"]["release"], namespace)
+    assert docs or crds, f"{name}: the chart rendered nothing"
+    assert validation_problems(docs, crds + crds_from_other_charts(chart_dir), "1.33") == []
+
+
+def test_direct_chart_values_of_the_wrong_type_fail():
+    """A user's management_fleet_values of the wrong type (the fleet chart has no values schema)
+    reaches the rendered manifests and fails the tier: here the chart indents a list where it
+    expects a map, so the manifest no longer parses."""
+    chart_dir, namespace = DIRECT["fleet"]
+    component = direct_components("fleet", {"nodeSelector": ["gpu=true"]})["fleet"]
+    with pytest.raises(yaml.YAMLError):
+        helm_template(chart_dir, component["chart"]["values"], "fleet", namespace)
+    component = direct_components("fleet", {"nodeSelector": {"gpu": "true"}})["fleet"]
+    docs, crds = helm_template(chart_dir, component["chart"]["values"], "fleet", namespace)
+    assert validation_problems(docs, crds, "1.33") == []
 
 
 def spawner_bytes(value):
