@@ -1,8 +1,9 @@
 """Live tier: the storage and gpu phases in direct delivery against a real cluster.
 
-Runs only when GPU_CLUSTER_KUBECONFIG names the kubeconfig of a cluster built from
+Runs when GPU_CLUSTER_KUBECONFIG names the kubeconfig of a cluster built from
 GPU_CLUSTER_INVENTORY (default inventories/homelab; its nodes must be reachable, the
-phases also configure them) and helm is installed; skipped with the reason otherwise.
+phases also configure them); skipped with the reason only when it is unset. Once it is set, a
+missing helm, a missing kubeconfig or an API that does not answer fails the tier (issue 19).
 It changes the cluster (installs the components).
 """
 
@@ -21,10 +22,7 @@ KUBECONFIG = os.environ.get("GPU_CLUSTER_KUBECONFIG", "")
 INVENTORY = os.environ.get("GPU_CLUSTER_INVENTORY", str(REPO / "inventories" / "homelab"))
 DEFAULT_CLASS = "storageclass.kubernetes.io/is-default-class"
 
-pytestmark = [
-    pytest.mark.skipif(not KUBECONFIG, reason="live tier: set GPU_CLUSTER_KUBECONFIG to a cluster's kubeconfig"),
-    pytest.mark.skipif(shutil.which("helm") is None, reason="live tier: helm is not installed on this machine"),
-]
+pytestmark = pytest.mark.skipif(not KUBECONFIG, reason="live tier: set GPU_CLUSTER_KUBECONFIG to a cluster's kubeconfig")
 
 
 def run_phase(name):
@@ -40,7 +38,17 @@ def run_phase(name):
 
 @pytest.fixture(scope="module")
 def api():
-    return kubernetes.config.new_client_from_config(config_file=KUBECONFIG)
+    """The configured cluster's API client; fails the tier, with why, when it cannot be used."""
+    if shutil.which("helm") is None:
+        pytest.fail("live tier: direct delivery needs the helm CLI on this machine (https://helm.sh/docs/intro/install/)")
+    if not Path(KUBECONFIG).is_file():
+        pytest.fail(f"live tier: kubeconfig {KUBECONFIG} does not exist (unset GPU_CLUSTER_KUBECONFIG to skip the tier)")
+    try:
+        client = kubernetes.config.new_client_from_config(config_file=KUBECONFIG)
+        kubernetes.client.VersionApi(client).get_code(_request_timeout=10)
+    except Exception as exc:  # any failure to reach the configured API fails the tier, with why
+        pytest.fail(f"live tier: no Kubernetes API answers through {KUBECONFIG}: {exc}")
+    return client
 
 
 def test_storage_phase_makes_nfs_client_the_only_default(api):

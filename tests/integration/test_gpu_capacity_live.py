@@ -1,7 +1,8 @@
 """Live tier: gpu_capacity lists a real cluster's nodes itself (page by page).
 
-Runs only when GPU_CLUSTER_KUBECONFIG (or KUBECONFIG) names the kubeconfig of a reachable cluster;
-skipped with the reason otherwise. Read-only.
+Runs when GPU_CLUSTER_KUBECONFIG (or KUBECONFIG) is set, and is skipped with the reason only when
+neither is. Once set, a missing file or an API that does not answer fails the tier with the reason
+(issue 19: a broken live run is never reported as skipped). Read-only.
 """
 
 from __future__ import annotations
@@ -18,26 +19,26 @@ import pytest
 REPO = Path(__file__).resolve().parents[2]
 KUBECONFIG = os.environ.get("GPU_CLUSTER_KUBECONFIG") or os.environ.get("KUBECONFIG", "")
 
+pytestmark = pytest.mark.skipif(
+    not KUBECONFIG, reason="live tier: set GPU_CLUSTER_KUBECONFIG (or KUBECONFIG) to a cluster's kubeconfig")
 
-def reachable_nodes():
-    """Node names as the kubernetes client lists them, or the reason the tier is skipped."""
-    if not KUBECONFIG:
-        return None, "live tier: set GPU_CLUSTER_KUBECONFIG (or KUBECONFIG) to a cluster's kubeconfig"
-    if not Path(KUBECONFIG).is_file():
-        return None, f"live tier: kubeconfig {KUBECONFIG} does not exist"
+
+def live_node_names(kubeconfig):
+    """Node names as the kubernetes client lists them; fails the test, with why, when the
+    configured cluster cannot be listed."""
+    if not Path(kubeconfig).is_file():
+        pytest.fail(f"live tier: kubeconfig {kubeconfig} does not exist (unset GPU_CLUSTER_KUBECONFIG/KUBECONFIG "
+                    "to skip the tier)")
     try:
-        api = kubernetes.config.new_client_from_config(config_file=KUBECONFIG)
+        api = kubernetes.config.new_client_from_config(config_file=kubeconfig)
         items = kubernetes.client.CoreV1Api(api).list_node(_request_timeout=10).items
-    except Exception as exc:  # any failure to reach the API means: skip, with why
-        return None, f"live tier: no Kubernetes API answers through {KUBECONFIG}: {exc}"
-    return [node.metadata.name for node in items], ""
-
-
-NODES, REASON = reachable_nodes()
-pytestmark = pytest.mark.skipif(NODES is None, reason=REASON or "live tier")
+    except Exception as exc:  # any failure to reach the configured API fails the tier, with why
+        pytest.fail(f"live tier: no Kubernetes API answers through {kubeconfig}: {exc}")
+    return [node.metadata.name for node in items]
 
 
 def test_gpu_capacity_lists_every_node(tmp_path):
+    nodes = live_node_names(KUBECONFIG)
     result_path = tmp_path / "result.json"
     playbook = tmp_path / "play.yml"
     playbook.write_text(f"""
@@ -60,7 +61,7 @@ def test_gpu_capacity_lists_every_node(tmp_path):
                           cwd=REPO, env=env, capture_output=True, text=True, timeout=300, check=False)
     assert proc.returncode == 0, proc.stdout[-3000:]
     result = json.loads(result_path.read_text())
-    assert sorted(n["name"] for n in result["nodes"]) == sorted(NODES)
+    assert sorted(n["name"] for n in result["nodes"]) == sorted(nodes)
     assert result["changed"] is False
     for node in result["nodes"]:
         assert isinstance(node["ready"], bool) and isinstance(node["schedulable"], bool)
