@@ -62,7 +62,7 @@ def _version_problem(current, wanted, allow_downgrade=False, allow_skip_minor=Fa
 class FilterModule(object):
     """k3s_node_config, k3s_iface_for_ip, k3s_sha256_for, k3s_is_downgrade, k3s_version_from_output,
     k3s_binary_name, k3s_release_arch, k3s_token_problem, k3s_duplicate_hostnames, k3s_taints,
-    k3s_version_problem, k3s_current_version, k3s_bootstrap_plan."""
+    k3s_version_problem, k3s_join_version_problem, k3s_current_version, k3s_bootstrap_plan."""
 
     def filters(self):
         return {
@@ -78,6 +78,7 @@ class FilterModule(object):
             "k3s_taints": _wrap(k3s.taint_dicts),
             "k3s_labels": _wrap(k3s.label_dict),
             "k3s_version_problem": _wrap(_version_problem),
+            "k3s_join_version_problem": _wrap(k3s.join_version_problem),
             "k3s_current_version": _wrap(k3s.current_version),
             "k3s_bootstrap_plan": _wrap(_bootstrap_plan),
         }

@@ -138,6 +138,28 @@ def version_problem(current, wanted, allow_downgrade=False, allow_skip_minor=Fal
     return ""
 
 
+def join_version_problem(server_versions, wanted):
+    """'' when new agents may join at k3s `wanted`, else what to do instead (add_node.yml).
+
+    server_versions maps each server to the version it runs ('' for none or unreachable). A
+    node must not run a newer k3s than the servers (the kubelet may not be newer than the API
+    server), and servers halfway through an upgrade run two versions: finish that first. An
+    older `wanted` is a downgrade, which the version gate refuses on the servers themselves.
+    """
+    running = sorted(set(version for version in (server_versions or {}).values() if version),
+                     key=parse_version)
+    if not running:
+        return ""
+    if len(running) > 1:
+        return ("the servers run different k3s versions (%s): finish the upgrade with playbooks/upgrade.yml "
+                "before adding nodes." % ", ".join(running))
+    if parse_version(wanted) > parse_version(running[0]):
+        return ("the servers run k3s %s and gpu_cluster_k3s_version is %s: a node must not run a newer k3s "
+                "than the servers. Run playbooks/upgrade.yml first, or set gpu_cluster_k3s_version to %s to "
+                "join at the version the cluster runs." % (running[0], wanted, running[0]))
+    return ""
+
+
 def current_version(running, binary):
     """The version a node runs: what its API reports, else its binary's ('' when neither)."""
     running = (running or "").strip()

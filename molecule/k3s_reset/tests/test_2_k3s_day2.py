@@ -4,7 +4,9 @@ the stand-in binary logs its calls to /var/log/k3s-standin.log). Ordered: each t
 the state the one before left.
 
 - a fresh install after the reset;
-- a downgrade through site.yml and a skipped minor through k3s.yml are refused, naming what to set;
+- a downgrade through site.yml and a skipped minor through k3s.yml are refused, naming what to set,
+  before anything changes on any node; add_node.yml refuses a downgrade and agents newer than the
+  servers;
 - a changed k3s_token is refused and the stored token stays; the K10 form is accepted and is what
   joining nodes get; a trailing newline is no change;
 - upgrade.yml stops when its etcd snapshot fails before any drain, and drains/upgrades once it works;
@@ -76,11 +78,16 @@ def test_fresh_install_after_the_reset():
     assert all(version(h) == OLD for h in ALL)
 
 
+# A task of the prerequisites role in the output: the run went past the version gate.
+PREREQ = "TASK [cps.gpu_cluster.k3s_prereq : "
+
+
 def test_downgrade_refused_through_site_yml():
     rc, out = playbook("site.yml", "--tags", "k3s", gpu_cluster_k3s_version="v1.32.9+k3s1")
     assert rc != 0
     assert "does not support downgrades" in out and "Set gpu_cluster_k3s_version to v1.33.5+k3s1 or newer" in out
     assert "k3s_install_allow_downgrade" in out
+    assert PREREQ not in out  # refused before anything changes on any node
     assert all(version(h) == OLD for h in ALL)
 
 
@@ -88,6 +95,25 @@ def test_skipped_minor_refused():
     rc, out = playbook("k3s.yml", gpu_cluster_k3s_version="v1.35.0+k3s1")
     assert rc != 0
     assert "skips minor versions" in out and "one minor at a time" in out and "v1.34.x" in out
+    assert PREREQ not in out
+    assert all(version(h) == OLD for h in ALL)
+
+
+def test_add_node_refuses_a_downgrade_and_an_agent_newer_than_the_servers():
+    unit = "/etc/systemd/system/k3s-agent.service"
+    sh(AGENT, f"mv {unit} {unit}.day2")  # the agent looks new: add_node.yml would join it
+    try:
+        rc, out = playbook("add_node.yml", gpu_cluster_k3s_version="v1.32.9+k3s1")
+        assert rc != 0
+        assert "does not support downgrades" in out and "Set gpu_cluster_k3s_version to v1.33.5+k3s1 or newer" in out
+        assert PREREQ not in out
+        rc, out = playbook("add_node.yml", gpu_cluster_k3s_version="v1.33.6+k3s1")
+        assert rc != 0
+        assert "the servers run k3s v1.33.5+k3s1 and gpu_cluster_k3s_version is v1.33.6+k3s1" in out
+        assert "Run playbooks/upgrade.yml first, or set gpu_cluster_k3s_version to v1.33.5+k3s1" in out
+        assert PREREQ not in out
+    finally:
+        sh(AGENT, f"mv {unit}.day2 {unit}")
     assert all(version(h) == OLD for h in ALL)
 
 

@@ -213,6 +213,33 @@ def test_version_problem_names_what_to_change_and_overrides():
     assert k3s.version_problem("v1.31.6+k3s1", "v1.34.1+k3s1", allow_skip_minor=True) == ""
 
 
+@pytest.mark.parametrize("servers, wanted", [
+    ({}, "v1.34.1+k3s1"),                                                  # no server known
+    ({"cp1": "", "cp2": ""}, "v1.34.1+k3s1"),                              # none runs k3s yet
+    ({"cp1": "v1.33.5+k3s1", "cp2": "v1.33.5+k3s1"}, "v1.33.5+k3s1"),      # the cluster's version
+    ({"cp1": "v1.33.5+k3s1", "cp2": ""}, "v1.33.5+k3s1"),                  # cp2 down
+    ({"cp1": "v1.33.5+k3s1"}, "v1.32.9+k3s1"),                             # older: the gate's downgrade
+])
+def test_join_version_accepted(servers, wanted):
+    assert k3s.join_version_problem(servers, wanted) == ""
+
+
+def test_join_version_newer_than_the_servers_refused_naming_what_to_change():
+    problem = k3s.join_version_problem({"cp1": "v1.33.5+k3s1", "cp2": "v1.33.5+k3s1", "cp3": ""}, "v1.33.6+k3s1")
+    assert problem == ("the servers run k3s v1.33.5+k3s1 and gpu_cluster_k3s_version is v1.33.6+k3s1: a node must "
+                       "not run a newer k3s than the servers. Run playbooks/upgrade.yml first, or set "
+                       "gpu_cluster_k3s_version to v1.33.5+k3s1 to join at the version the cluster runs.")
+    assert "newer k3s" in k3s.join_version_problem({"cp1": "v1.33.5+k3s1"}, "v1.33.5+k3s2")
+
+
+def test_join_version_refused_halfway_through_an_upgrade():
+    problem = k3s.join_version_problem({"cp1": "v1.34.1+k3s1", "cp2": "v1.33.5+k3s1", "cp3": "v1.33.10+k3s1"},
+                                       "v1.34.1+k3s1")
+    # the versions in version order, not text order
+    assert problem == ("the servers run different k3s versions (v1.33.5+k3s1, v1.33.10+k3s1, v1.34.1+k3s1): "
+                       "finish the upgrade with playbooks/upgrade.yml before adding nodes.")
+
+
 def test_current_version_prefers_what_the_node_runs():
     assert k3s.current_version("v1.33.5+k3s1", "k3s version v1.34.1+k3s1 (abc)") == "v1.33.5+k3s1"
     assert k3s.current_version("", "k3s version v1.34.1+k3s1 (abc)\ngo version go1.24") == "v1.34.1+k3s1"
