@@ -371,21 +371,23 @@ def test_kube_vip_manifest_is_strict_valid(tmp_path):
     assert env_vars["address"] == "10.0.0.100" and env_vars["vip_interface"] == "eth0"
 
 
-def direct_components(mode, extra_values=None):
-    """{name: component} of the management components in ``mode`` with the homelab's settings and
-    the pins of versions.yml, as roles/management/vars/main.yml builds them."""
-    pin = versions.pinned
-    settings = {"mode": mode, "servers": 3, "ingress_class": "traefik",
-                "cert_manager": {"version": pin("cert_manager_chart"), "namespace": "cert-manager"},
-                "rancher": {"version": pin("rancher_chart"), "hostname": "rancher.homelab.lan"},
-                "fleet": {"version": pin("fleet_chart"), "namespace": "cattle-fleet-system",
+# Kubernetes schema version of the direct renders: the homelab's
+DIRECT_K8S = RENDERS["homelab"][1]
+
+
+def direct_components(extra_values=None):
+    """{name: component} of Fleet alone's management components with the role's defaults (the pin
+    of versions.yml, ``management_fleet_values`` = ``extra_values``), as roles/management/vars/main.yml
+    builds them."""
+    settings = {"mode": "fleet", "servers": 3,
+                "fleet": {"version": versions.pinned("fleet_chart"), "namespace": "cattle-fleet-system",
                           "values": extra_values or {}}}
     return {c["name"]: c for c in management.management_components(settings)}
 
 
 def test_every_direct_component_has_a_row():
     """Fleet alone's components are the ones no Fleet bundle carries: each has a DIRECT row."""
-    components = direct_components("fleet")
+    components = direct_components()
     bundled = {c["name"] for c in management.fleet_bundled_components(list(components.values()))}
     assert set(components) - bundled == set(DIRECT)
 
@@ -393,16 +395,17 @@ def test_every_direct_component_has_a_row():
 @pytest.mark.parametrize("name", sorted(DIRECT))
 def test_direct_chart_renders_strict_valid(name):
     """fleet-crd and fleet, rendered with the values and namespace the management role installs
-    them with, are strict-valid (the fleet chart's custom resources against fleet-crd's CRDs)."""
+    them with, are strict-valid (fleet-crd's CRDs against the CRD schema, fleet's manifests against
+    the Kubernetes schema)."""
     chart_dir, namespace = DIRECT[name]
-    component = direct_components("fleet")[name]
+    component = direct_components()[name]
     chart = yaml.safe_load((HELM_CHARTS / chart_dir / "Chart.yaml").read_text())
     assert (chart["name"], str(chart["version"])) == (component["chart"]["name"], component["chart"]["version"]), (
         f"{name} pins {component['chart']['version']} but the row renders {chart_dir}: vendor the pinned chart")
     assert component["namespace"] == namespace
     docs, crds = helm_template(chart_dir, component["chart"]["values"], component["chart"]["release"], namespace)
     assert docs or crds, f"{name}: the chart rendered nothing"
-    assert validation_problems(docs, crds + crds_from_other_charts(chart_dir), "1.33") == []
+    assert validation_problems(docs, crds + crds_from_other_charts(chart_dir), DIRECT_K8S) == []
 
 
 def test_direct_chart_values_of_the_wrong_type_fail():
@@ -410,12 +413,12 @@ def test_direct_chart_values_of_the_wrong_type_fail():
     reaches the rendered manifests and fails the tier: here the chart indents a list where it
     expects a map, so the manifest no longer parses."""
     chart_dir, namespace = DIRECT["fleet"]
-    component = direct_components("fleet", {"nodeSelector": ["gpu=true"]})["fleet"]
+    component = direct_components({"nodeSelector": ["gpu=true"]})["fleet"]
     with pytest.raises(yaml.YAMLError):
         helm_template(chart_dir, component["chart"]["values"], "fleet", namespace)
-    component = direct_components("fleet", {"nodeSelector": {"gpu": "true"}})["fleet"]
+    component = direct_components({"nodeSelector": {"gpu": "true"}})["fleet"]
     docs, crds = helm_template(chart_dir, component["chart"]["values"], "fleet", namespace)
-    assert validation_problems(docs, crds, "1.33") == []
+    assert validation_problems(docs, crds, DIRECT_K8S) == []
 
 
 def spawner_bytes(value):

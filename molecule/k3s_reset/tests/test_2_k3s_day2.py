@@ -112,6 +112,11 @@ def test_add_node_refuses_a_downgrade_and_an_agent_newer_than_the_servers():
         assert "the servers run k3s v1.33.5+k3s1 and gpu_cluster_k3s_version is v1.33.6+k3s1" in out
         assert "Run playbooks/upgrade.yml first, or set gpu_cluster_k3s_version to v1.33.5+k3s1" in out
         assert PREREQ not in out
+        # the servers limited out: their version cannot be compared, so nothing joins
+        rc, out = playbook("add_node.yml", "--limit", f"{AGENT},localhost")
+        assert rc != 0
+        assert "which this run left out (k3s_reset-cp1, k3s_reset-cp2, k3s_reset-cp3): keep k3s_servers in --limit" in out
+        assert PREREQ not in out
     finally:
         sh(AGENT, f"mv {unit}.day2 {unit}")
     assert all(version(h) == OLD for h in ALL)
