@@ -6,6 +6,8 @@
 from __future__ import (absolute_import, division, print_function)
 __metaclass__ = type
 
+import base64
+
 from ansible.errors import AnsibleFilterError
 
 from ansible_collections.cps.gpu_cluster.plugins.module_utils import k3s
@@ -54,6 +56,31 @@ def _bootstrap_plan(registered, servers, first_server):
     return k3s.bootstrap_plan(servers, first_server, _probes(registered))
 
 
+def _restore_probes(registered):
+    """{server: {reachable, snapshot, restored, joined}} from the restore probe loops.
+
+    registered: {'snapshot': stat results (the named file in the snapshot directory),
+    'restored': and 'joined': slurp results of the restore markers}, each a loop over the servers.
+    """
+    probes = {}
+    for kind, results in (registered or {}).items():
+        for result in results or []:
+            host = result.get("item")
+            entry = probes.setdefault(host, {"reachable": True, "snapshot": False, "restored": "", "joined": ""})
+            if result.get("unreachable"):
+                entry["reachable"] = False
+            elif kind == "snapshot":
+                entry["snapshot"] = bool((result.get("stat") or {}).get("exists"))
+            elif result.get("content"):
+                entry[kind] = base64.b64decode(result["content"]).decode("utf-8", "replace").strip()
+    return probes
+
+
+def _restore_plan(registered, servers, first_server, snapshot, backups=None, s3=False):
+    """Where and how an etcd snapshot restore runs, or why it may not (k3s.restore_plan)."""
+    return k3s.restore_plan(servers, first_server, _restore_probes(registered), snapshot, backups, bool(s3))
+
+
 def _version_problem(current, wanted, allow_downgrade=False, allow_skip_minor=False):
     """'' when a node may go from `current` to `wanted`, else what to do (k3s.version_problem)."""
     return k3s.version_problem(current, wanted, bool(allow_downgrade), bool(allow_skip_minor))
@@ -62,7 +89,7 @@ def _version_problem(current, wanted, allow_downgrade=False, allow_skip_minor=Fa
 class FilterModule(object):
     """k3s_node_config, k3s_iface_for_ip, k3s_sha256_for, k3s_is_downgrade, k3s_version_from_output,
     k3s_binary_name, k3s_release_arch, k3s_token_problem, k3s_duplicate_hostnames, k3s_taints,
-    k3s_version_problem, k3s_join_version_problem, k3s_current_version, k3s_bootstrap_plan."""
+    k3s_version_problem, k3s_join_version_problem, k3s_current_version, k3s_bootstrap_plan, k3s_restore_plan."""
 
     def filters(self):
         return {
@@ -81,4 +108,5 @@ class FilterModule(object):
             "k3s_join_version_problem": _wrap(k3s.join_version_problem),
             "k3s_current_version": _wrap(k3s.current_version),
             "k3s_bootstrap_plan": _wrap(_bootstrap_plan),
+            "k3s_restore_plan": _wrap(_restore_plan),
         }

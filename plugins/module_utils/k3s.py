@@ -205,8 +205,87 @@ def bootstrap_plan(servers, first_server, probes):
     api_server = (healthy or initialised or [first_server])[0]
     with_token = [s for s in initialised if probe(s).get("token")]
     token_server = with_token[0] if with_token else (api_server if initialised else first_server)
+    down = [s for s in servers if s not in reachable]
+    problem = ""
+    if cluster_init and cluster_init not in initialised and down:
+        # Unreachable is not absent: the servers that did not answer may run the cluster, and a
+        # cluster-init here would start a second one with a new token beside it.
+        problem = (
+            f"{first_server} would start a new cluster (cluster-init), but {', '.join(down)} could not be "
+            f"reached and may still run the cluster: starting a second etcd beside it splits the cluster. "
+            f"Bring {', '.join(down)} back and re-run (a rebuilt {first_server} then joins them), or, if "
+            f"they are gone for good, remove them from k3s_servers in the inventory first."
+        )
     return {"cluster_init": cluster_init, "api_server": api_server, "token_server": token_server,
-            "initialised": initialised}
+            "initialised": initialised, "problem": problem}
+
+
+SNAPSHOT_NAME = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._-]{0,252}$")
+
+
+def restore_plan(servers, first_server, probes, snapshot, backups=None, s3=False):
+    """Where an etcd snapshot restore runs, and how, decided before anything is stopped.
+
+    probes: {server: {'reachable': bool, 'snapshot': bool (the named file is in its snapshot
+    directory), 'restored': str (the snapshot its restore marker names, '' for none),
+    'joined': str (the same for a server that rejoined after a restore)}}.
+    backups: control-node paths of copies of the snapshot (reset and restore backups).
+    s3: the servers are configured with etcd S3 (k3s fetches the snapshot from the bucket).
+    Returns {restore_server, source ('local', 'backup' or 's3'), backup, stop, rejoin, down,
+    problem}; problem is '' when the restore may go ahead, else why not and what to do.
+    restore_server is the server an interrupted restore of this snapshot already reset, else
+    the first reachable server (inventory order, first_server first) holding the snapshot, else
+    the first reachable server (the snapshot is copied there from a backup, or fetched from S3).
+    stop: the reachable servers whose k3s must stop (not those already done by an interrupted
+    run); rejoin: the other reachable servers, in order, that still have to rejoin.
+    """
+    servers = list(servers or [first_server])
+    if first_server in servers:
+        servers.remove(first_server)
+    servers.insert(0, first_server)
+    backups = sorted(backups or [])
+    plan = {"restore_server": "", "source": "", "backup": "", "stop": [], "rejoin": [], "down": [],
+            "problem": ""}
+
+    def probe(host):
+        return probes.get(host) or {}
+
+    name = snapshot if isinstance(snapshot, str) else ""
+    if not SNAPSHOT_NAME.fullmatch(name) or ".." in name:
+        plan["problem"] = (
+            f"k3s_snapshot_name {snapshot!r} is not a snapshot file name: give the name that "
+            "'k3s etcd-snapshot list' (playbooks/etcd_snapshot.yml -e k3s_snapshot_action=list) shows, "
+            "without a directory.")
+        return plan
+    reachable = [s for s in servers if probe(s).get("reachable", False)]
+    plan["down"] = [s for s in servers if s not in reachable]
+    if not reachable:
+        plan["problem"] = (f"no server could be reached ({', '.join(servers)}): a restore needs at least one; "
+                           "bring one back and re-run. Nothing was stopped.")
+        return plan
+    resumed = [s for s in reachable if probe(s).get("restored") == name]
+    holders = [s for s in reachable if probe(s).get("snapshot")]
+    if resumed:
+        plan["restore_server"], plan["source"] = resumed[0], "local"
+    elif holders:
+        plan["restore_server"], plan["source"] = holders[0], "local"
+    elif backups:
+        plan["restore_server"], plan["source"], plan["backup"] = reachable[0], "backup", backups[-1]
+    elif s3:
+        plan["restore_server"], plan["source"] = reachable[0], "s3"
+    else:
+        looked = ", ".join(reachable)
+        plan["problem"] = (
+            f"snapshot {name} is on none of the reachable servers ({looked}), in no backup on the control "
+            "node, and etcd S3 is not configured: nothing was stopped. List the snapshots with "
+            "-e k3s_snapshot_action=list"
+            + (f", or bring {', '.join(plan['down'])} back if it holds it" if plan["down"] else "") + ".")
+        return plan
+    restorer = plan["restore_server"]
+    done = [s for s in reachable if s != restorer and probe(s).get("joined") == name]
+    plan["rejoin"] = [s for s in reachable if s != restorer and s not in done]
+    plan["stop"] = ([] if resumed else [restorer]) + [s for s in plan["rejoin"]]
+    return plan
 
 
 def version_from_output(text):

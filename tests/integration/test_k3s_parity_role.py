@@ -245,6 +245,14 @@ def test_remove_node_refuses_to_shrink_etcd_below_three_before_touching_a_host()
     assert "Cordon and drain" not in output  # the homelab hosts are never contacted
 
 
+def test_remove_node_guard_runs_whatever_the_limit():
+    # --limit cp3 left the guard play (on localhost) out: the removal went straight to the drain
+    rc, output = run_remove_node("-e", "remove_node=cp3", "--limit", "cp3")
+    assert rc != 0
+    assert "removing cp3 leaves 2 server(s)" in output and "nothing was changed" in output
+    assert "Cordon and drain" not in output
+
+
 def test_remove_node_needs_a_name_of_the_cluster():
     rc, output = run_remove_node()
     assert rc != 0 and "Name the node to remove: -e remove_node=<inventory name>" in output

@@ -48,7 +48,9 @@ def test_the_shim_was_killed(host):
 def test_backup_on_the_control_node(host):
     if name(host) != "k3s_reset-cp1":
         return
-    backup = Path(os.environ["MOLECULE_EPHEMERAL_DIRECTORY"]) / "backups" / "k3s_reset-cp1"
+    runs = sorted((Path(os.environ["MOLECULE_EPHEMERAL_DIRECTORY"]) / "backups").glob("2*/k3s_reset-cp1"))
+    assert runs, "no dated backup directory"
+    backup = runs[0]  # the first reset; the idempotence run keeps its own
     snapshot = backup / "snapshots" / "etcd-snapshot-k3s_reset-cp1-1763900000"
     assert snapshot.read_text() == "snapshot bytes\n"
     assert (backup / "token").read_text().startswith("K10")

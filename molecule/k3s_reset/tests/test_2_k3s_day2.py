@@ -173,6 +173,19 @@ def test_snapshot_failure_stops_the_upgrade_before_any_drain():
         assert sh(host, "test -e /var/lib/rancher/k3s/restart-pending && echo yes || echo no").strip() == "no"
 
 
+def test_upgrade_rerun_uncordons_a_node_an_interrupted_upgrade_left_cordoned():
+    # what an upgrade interrupted after the agent's drain and binary, before its uncordon, leaves
+    sh(AGENT, "touch /var/lib/rancher/k3s/drained-for-upgrade")
+    for host in ALL:
+        sh(host, "rm -f /var/log/k3s-standin.log")
+    rc, out = playbook("upgrade.yml", gpu_cluster_k3s_version=NEW)  # every node already runs NEW
+    assert rc == 0, out
+    calls = "".join(sh(h, "cat /var/log/k3s-standin.log 2>/dev/null || true") for h in ALL)
+    assert f"kubectl uncordon {node_name(AGENT)}" in calls
+    assert "drain" not in calls and calls.count("uncordon") == 1  # nodes cordoned by hand stay so
+    assert sh(AGENT, "test -e /var/lib/rancher/k3s/drained-for-upgrade && echo yes || echo no").strip() == "no"
+
+
 def test_interrupted_converge_restarts_on_rerun():
     # the binary on the agent is replaced (damaged here), then the run stops before k3s_node
     sh(AGENT, "echo '# damaged' >> /usr/local/bin/k3s")
@@ -201,3 +214,94 @@ def test_rebuilt_first_server_joins_instead_of_cluster_init():
     assert f"K3S_TOKEN={full}" in sh("k3s_reset-cp1", "cat /etc/systemd/system/k3s.service.env")
     # the token the cluster runs with is now also kept on cp2 (the token server)
     assert sh("k3s_reset-cp2", "cat /etc/rancher/k3s/cluster-token").strip() == full
+
+
+# etcd restore (playbooks/etcd_snapshot.yml). Before this round the restore stopped at once
+# ('__k3s_node_plan' is undefined), and with that fixed it removed every server's db directory
+# (their snapshots with it) and reset on cp1 even when cp1 was down.
+DB = "/var/lib/rancher/k3s/server/db"
+SNAP = "snap-day2"
+
+
+def restore(name=SNAP):
+    return playbook("etcd_snapshot.yml", k3s_snapshot_action="restore", k3s_snapshot_name=name,
+                    k3s_snapshot_restore_confirm=True, k3s_snapshot_restore_wait_retries=3)
+
+
+def active(host):
+    return sh(host, "systemctl is-active k3s || true").strip()
+
+
+def test_restore_of_a_missing_snapshot_is_refused_before_anything_stops():
+    for host in ("k3s_reset-cp2", "k3s_reset-cp3"):
+        sh(host, "systemctl start k3s")
+        assert active(host) == "active"
+    rc, out = restore("no-such-snapshot")
+    assert rc != 0
+    assert "snapshot no-such-snapshot is on none of the reachable servers" in out and "nothing was stopped" in out
+    assert "Stop k3s on the servers still to do" not in out
+    assert all(active(h) == "active" for h in ("k3s_reset-cp2", "k3s_reset-cp3"))
+    rc, out = restore("../etc/passwd")
+    assert rc != 0 and "is not a snapshot file name" in out
+
+
+def test_restore_with_the_first_server_down_keeps_every_snapshot():
+    sh("k3s_reset-cp2", f"mkdir -p {DB}/snapshots && printf 'snap\\n' > {DB}/snapshots/{SNAP}")
+    sh("k3s_reset-cp3", f"mkdir -p {DB}/snapshots {DB}/etcd && printf 'keep\\n' > {DB}/snapshots/cp3-own "
+                        f"&& printf 'old member\\n' > {DB}/etcd/member")
+    for host in SERVERS:
+        sh(host, "rm -f /var/log/k3s-standin.log")
+    subprocess.run(["podman", "stop", "k3s_reset-cp1"], check=True, capture_output=True)
+    rc, out = restore()
+    assert rc == 0, out
+    assert "down: k3s_reset-cp1" in out and "NOT DONE: k3s_reset-cp1 could not be reached" in out
+    assert f"server --cluster-reset --cluster-reset-restore-path={DB}/snapshots/{SNAP}" in sh(
+        "k3s_reset-cp2", "cat /var/log/k3s-standin.log")
+    assert "--cluster-reset" not in sh("k3s_reset-cp3", "cat /var/log/k3s-standin.log")
+    # cp3: its etcd moved aside (not removed), its own snapshot kept, joined to cp2, running
+    assert sh("k3s_reset-cp3", f"cat {DB}/etcd-old-restore-*/member") == "old member\n"
+    assert sh("k3s_reset-cp3", f"cat {DB}/snapshots/cp3-own") == "keep\n"
+    cp2_ip = sh("k3s_reset-cp2", "ip -4 -o route get 1.1.1.1 | sed -n 's/.* src \\([0-9.]*\\).*/\\1/p'").strip()
+    assert config("k3s_reset-cp3")["server"] == f"https://{cp2_ip}:6443"
+    assert all(active(h) == "active" for h in ("k3s_reset-cp2", "k3s_reset-cp3"))
+    # the markers stay while cp1 is left to do; every snapshot was copied to the control node first
+    assert sh("k3s_reset-cp2", f"cat {DB}/restore-done") == f"{SNAP}\n"
+    assert sh("k3s_reset-cp3", f"cat {DB}/restore-joined") == f"{SNAP}\n"
+    backups = Path(os.environ["MOLECULE_EPHEMERAL_DIRECTORY"]) / "backups"
+    assert list(backups.glob(f"2*/k3s_reset-cp2/snapshots/{SNAP}"))
+    assert list(backups.glob("2*/k3s_reset-cp3/snapshots/cp3-own"))
+
+
+def test_interrupted_rejoin_of_the_returning_server_completes_on_rerun_without_a_second_reset():
+    subprocess.run(["podman", "start", "k3s_reset-cp1"], check=True, capture_output=True)
+    sh("k3s_reset-cp1", "for i in $(seq 60); do systemctl is-system-running -q --wait && break; sleep 1; done; true")
+    sh("k3s_reset-cp1", f"mkdir -p {DB}/etcd && printf 'cp1 old member\\n' > {DB}/etcd/member "
+                        "&& touch /etc/k3s-standin-fail-start")
+    rc, out = restore()  # interrupted: k3s fails to start on cp1 after its etcd moved aside
+    assert rc != 0
+    assert sh("k3s_reset-cp2", f"cat {DB}/restore-done") == f"{SNAP}\n"  # still in progress
+    sh("k3s_reset-cp1", "rm -f /etc/k3s-standin-fail-start")
+    rc, out = restore()
+    assert rc == 0, out
+    assert sh("k3s_reset-cp2", "grep -c -- --cluster-reset /var/log/k3s-standin.log").strip() == "1"
+    assert sh("k3s_reset-cp1", f"cat {DB}/etcd-old-restore-*/member") == "cp1 old member\n"
+    cfg = config("k3s_reset-cp1")
+    assert "cluster-init" not in cfg and cfg["server"].endswith(":6443")
+    assert all(active(h) == "active" for h in SERVERS)
+    for host in SERVERS:  # done everywhere: the markers are gone
+        assert sh(host, f"ls {DB}/restore-done {DB}/restore-joined 2>/dev/null || true").strip() == ""
+
+
+def test_rebuilt_first_server_with_its_peers_down_is_refused():
+    for host in SERVERS:
+        sh(host, "systemctl stop k3s")
+    sh("k3s_reset-cp1", "rm -rf /var/lib/rancher/k3s /etc/rancher/k3s")  # rebuilt: empty
+    subprocess.run(["podman", "stop", "k3s_reset-cp2", "k3s_reset-cp3"], check=True, capture_output=True)
+    try:
+        rc, out = playbook("k3s.yml", gpu_cluster_k3s_version=NEW)
+        assert rc != 0
+        assert "k3s_reset-cp1 would start a new cluster (cluster-init)" in out
+        assert "k3s_reset-cp2, k3s_reset-cp3 could not be reached" in out and "remove them from k3s_servers" in out
+        assert sh("k3s_reset-cp1", "test -e /etc/rancher/k3s/cluster-token && echo yes || echo no").strip() == "no"
+    finally:
+        subprocess.run(["podman", "start", "k3s_reset-cp2", "k3s_reset-cp3"], check=True, capture_output=True)

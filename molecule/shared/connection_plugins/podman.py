@@ -12,7 +12,8 @@ with ANSIBLE_PIPELINING; without them the upstream plugin runs, unchanged."""
 
 import shlex
 
-from ansible.module_utils.common.text.converters import to_native
+from ansible.errors import AnsibleConnectionFailure
+from ansible.module_utils.common.text.converters import to_bytes, to_native
 from ansible.plugins.connection import ConnectionBase, ensure_connect
 from ansible_collections.containers.podman.plugins.connection.podman import Connection as PodmanConnection
 
@@ -71,8 +72,14 @@ class Connection(PodmanConnection):
     @ensure_connect
     def exec_command(self, cmd, in_data=None, sudoable=False):
         if in_data is None or self.user:
-            return super().exec_command(cmd, in_data=in_data, sudoable=sudoable)
-        # what the upstream exec_command does, with --interactive so that the piped module reaches the interpreter
-        ConnectionBase.exec_command(self, cmd, in_data=in_data, sudoable=sudoable)
-        args = shlex.split(to_native(cmd, errors="surrogate_or_strict"))
-        return self._podman(["exec", "--interactive"], args, in_data)
+            result = super().exec_command(cmd, in_data=in_data, sudoable=sudoable)
+        else:
+            # what the upstream exec_command does, with --interactive so that the piped module reaches the interpreter
+            ConnectionBase.exec_command(self, cmd, in_data=in_data, sudoable=sudoable)
+            args = shlex.split(to_native(cmd, errors="surrogate_or_strict"))
+            result = self._podman(["exec", "--interactive"], args, in_data)
+        # A stopped container is a host that is down: unreachable, as ssh reports it (the upstream
+        # plugin reports a module failure), so the day-2 cases see what a user with a dead server sees.
+        if result[0] == 125 and b"container state improper" in to_bytes(result[2]):
+            raise AnsibleConnectionFailure("container %s is not running" % self._container_id)
+        return result

@@ -167,7 +167,8 @@ BOOT_PROBES = [{}, {"cp1": {"reachable": True}, "cp2": {"etcd": True, "token": T
                {"cp1": {"reachable": False}, "cp2": {"etcd": True, "token": True, "api": False},
                 "cp3": {"etcd": True, "token": True, "api": True}},
                {"cp1": {"etcd": True, "token": True, "api": True}},
-               {"cp1": {"reachable": False}, "cp2": {"reachable": False}, "cp3": {"etcd": True, "token": False}}]
+               {"cp1": {"reachable": False}, "cp2": {"reachable": False}, "cp3": {"etcd": True, "token": False}},
+               {"cp1": {"reachable": True}, "cp2": {"reachable": False}, "cp3": {"reachable": False}}]
 
 
 def inventory_with(value, names=(*ic.CLUSTER_VARIABLES, *ic.HOST_VARIABLES, *ic.POSITIVE_INT_VARIABLES)):

@@ -293,7 +293,8 @@ SERVERS = ["cp1", "cp2", "cp3"]
 
 def test_bootstrap_fresh_cluster_first_server_inits():
     plan = k3s.bootstrap_plan(SERVERS, "cp1", {})
-    assert plan == {"cluster_init": "cp1", "api_server": "cp1", "token_server": "cp1", "initialised": []}
+    assert plan == {"cluster_init": "cp1", "api_server": "cp1", "token_server": "cp1", "initialised": [],
+                    "problem": ""}
 
 
 def test_bootstrap_rebuilt_first_server_joins_a_healthy_one():
@@ -324,3 +325,74 @@ def test_bootstrap_mid_build_first_server_initialised_others_not():
     probes = {"cp1": {"etcd": True, "token": True, "api": True}}
     plan = k3s.bootstrap_plan(SERVERS, "cp1", probes)
     assert plan["cluster_init"] == "cp1" and plan["token_server"] == "cp1"
+
+
+def test_bootstrap_rebuilt_first_server_with_its_peers_unreachable_is_refused():
+    # unreachable is not absent: cp2 and cp3 may still run the cluster
+    probes = {"cp1": {"reachable": True}, "cp2": {"reachable": False}, "cp3": {"reachable": False}}
+    plan = k3s.bootstrap_plan(SERVERS, "cp1", probes)
+    assert plan["cluster_init"] == "cp1" and plan["initialised"] == []
+    assert "cp1 would start a new cluster (cluster-init), but cp2, cp3 could not be reached" in plan["problem"]
+    assert "remove them from k3s_servers" in plan["problem"]
+
+
+@pytest.mark.parametrize("probes", [
+    {},  # a fresh cluster
+    {"cp1": {"etcd": True, "api": True}, "cp2": {"reachable": False}},  # cp1 runs it: a peer down is fine
+    {"cp1": {"reachable": False}, "cp2": {"etcd": True}, "cp3": {"etcd": True}},  # cp2 runs it: cp1 joins
+])
+def test_bootstrap_no_problem_when_no_second_cluster_can_start(probes):
+    assert k3s.bootstrap_plan(SERVERS, "cp1", probes)["problem"] == ""
+
+
+def _restore(probes, name="snap-1", backups=None, s3=False):
+    return k3s.restore_plan(SERVERS, "cp1", probes, name, backups, s3)
+
+
+UP = {"reachable": True}
+
+
+def test_restore_on_the_first_server_holding_the_snapshot():
+    plan = _restore({"cp1": UP, "cp2": {**UP, "snapshot": True}, "cp3": {**UP, "snapshot": True}})
+    assert plan == {"restore_server": "cp2", "source": "local", "backup": "", "stop": ["cp2", "cp1", "cp3"],
+                    "rejoin": ["cp1", "cp3"], "down": [], "problem": ""}
+
+
+def test_restore_with_the_first_server_down():
+    plan = _restore({"cp1": {"reachable": False}, "cp2": UP, "cp3": {**UP, "snapshot": True}})
+    assert plan["restore_server"] == "cp3" and plan["down"] == ["cp1"]
+    assert plan["rejoin"] == ["cp2"] and plan["stop"] == ["cp3", "cp2"]
+
+
+def test_restore_from_a_backup_or_s3_on_the_first_reachable_server():
+    probes = {"cp1": {"reachable": False}, "cp2": UP, "cp3": UP}
+    plan = _restore(probes, backups=["/b/20261101T000000Z/cp1/snapshots/snap-1", "/b/20261102T000000Z/cp1/snapshots/snap-1"])
+    assert (plan["restore_server"], plan["source"]) == ("cp2", "backup")
+    assert plan["backup"] == "/b/20261102T000000Z/cp1/snapshots/snap-1"  # the newest copy
+    plan = _restore(probes, s3=True)
+    assert (plan["restore_server"], plan["source"], plan["backup"]) == ("cp2", "s3", "")
+
+
+def test_restore_refused_before_anything_stops():
+    plan = _restore({"cp1": UP, "cp2": {"reachable": False}, "cp3": UP})
+    assert "snapshot snap-1 is on none of the reachable servers (cp1, cp3)" in plan["problem"]
+    assert "nothing was stopped" in plan["problem"] and "bring cp2 back" in plan["problem"]
+    assert plan["stop"] == [] and plan["restore_server"] == ""
+    plan = _restore({s: {"reachable": False} for s in SERVERS})
+    assert "no server could be reached" in plan["problem"] and plan["stop"] == []
+    for bad in ("", "../x", "a/b", "x\n", None, 3, "-rf"):
+        plan = _restore({"cp1": {**UP, "snapshot": True}}, name=bad)
+        assert "is not a snapshot file name" in plan["problem"] and plan["stop"] == []
+
+
+def test_restore_resumed_after_an_interruption_does_not_reset_again():
+    probes = {"cp1": {**UP, "snapshot": True}, "cp2": {**UP, "restored": "snap-1", "snapshot": True},
+              "cp3": {**UP, "joined": "snap-1"}}
+    plan = _restore(probes)
+    assert plan["restore_server"] == "cp2"  # where the reset already happened, not cp1
+    assert plan["stop"] == ["cp1"] and plan["rejoin"] == ["cp1"]
+    # a marker of another snapshot is no resume
+    probes["cp2"]["restored"] = "older"
+    probes["cp3"]["joined"] = "older"
+    plan = _restore(probes)
+    assert plan["restore_server"] == "cp1" and plan["stop"] == ["cp1", "cp2", "cp3"]
