@@ -200,8 +200,8 @@ def inventory_version_warnings(groups, hostvars):
     minor = k3s_minor(value) if isinstance(value, str) else None
     if minor is None or minor in K3S_SUPPORTED_MINORS:
         return []
-    return ["gpu_cluster_k3s_version is %s; the roles are tested with %s (versions.yml pins %s): plan an upgrade "
-            "(docs/k3s.md, Upgrade) or expect untested behaviour" % (
+    return ["gpu_cluster_k3s_version is %s; the roles are made for %s (versions.yml pins %s; the suite runs a "
+            "stand-in k3s, no real one): plan an upgrade (docs/k3s.md, Upgrade) or expect untried behaviour" % (
                 value, ", ".join("v%d.%d" % m for m in K3S_SUPPORTED_MINORS), _safe_pinned("k3s_version"))]
 
 

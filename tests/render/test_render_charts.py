@@ -38,9 +38,13 @@ FIXTURES = REPO / "tests" / "fixtures"
 HELM_CHARTS = FIXTURES / "charts" / "helm"
 HOMELAB = REPO / "inventories" / "homelab"
 
+# The Kubernetes minor the homelab runs: the one of the k3s version versions.yml pins (the homelab
+# inventory pins the same, tests/unit/test_versions_file.py), so the schemas follow a k3s bump.
+HOMELAB_K8S = ".".join(yaml.safe_load((REPO / "versions.yml").read_text())["k3s_version"].lstrip("v").split(".")[:2])
+
 # The renders the rows take their values from: inventory, extra vars, Kubernetes schema version.
 RENDERS = {
-    "homelab": ((HOMELAB,), "1.33"),
+    "homelab": ((HOMELAB,), HOMELAB_K8S),
     # the legacy toolkit settings: the seed's operator on a k3s older than containerd 2
     # (the arguments of test_render_components' legacy render: renders_cache runs it once for both)
     "legacy": ((HOMELAB, "gpu_cluster_gpu_operator_version=v25.10.1", "gpu_cluster_k3s_version=v1.30.9+k3s1",
@@ -344,7 +348,7 @@ def test_wrong_values_fail(rendered, bundle, path, value, words):
     except helm_python.errors.HelmError as exc:
         assert words in str(exc), str(exc)
         return
-    problems = validation_problems(docs, crds, "1.33")
+    problems = validation_problems(docs, crds, HOMELAB_K8S)
     assert any(words in p for p in problems), problems
 
 
@@ -365,7 +369,7 @@ def test_kube_vip_manifest_is_strict_valid(tmp_path):
     assert proc.returncode == 0, proc.stdout + proc.stderr
     docs = [doc for doc in yaml.safe_load_all(out.read_text()) if doc]
     assert [doc["kind"] for doc in docs] == ["ServiceAccount", "ClusterRole", "ClusterRoleBinding", "DaemonSet"]
-    assert validation_problems([("kube-vip.yaml", doc) for doc in docs], [], "1.33") == []
+    assert validation_problems([("kube-vip.yaml", doc) for doc in docs], [], HOMELAB_K8S) == []
     daemonset = docs[-1]
     env_vars = {e["name"]: e["value"] for e in daemonset["spec"]["template"]["spec"]["containers"][0]["env"]}
     assert env_vars["address"] == "10.0.0.100" and env_vars["vip_interface"] == "eth0"
@@ -465,14 +469,14 @@ def test_jupyterhub_profiles_make_strict_valid_pods(rendered):
         pods += [(profile["slug"], choice, spawner_pod(singleuser, profile, choice)) for choice in choices]
     assert {slug for slug, _c, _p in pods} >= {"cpu", "gpu-1"}, [slug for slug, _c, _p in pods]
     for slug, choice, pod in pods:
-        assert validation_problems([(f"profile {slug} {choice}", pod)], [], "1.33") == []
+        assert validation_problems([(f"profile {slug} {choice}", pod)], [], HOMELAB_K8S) == []
         if slug != "cpu":
             assert pod["spec"]["runtimeClassName"] == "nvidia"
             assert {"dshm", "scratch"} <= {v["name"] for v in pod["spec"]["volumes"]}
     broken = copy.deepcopy(singleuser["profileList"][-1])
     broken["kubespawner_override"]["volumes"].append({"name": "scratch2", "ephemeral": {"claimTemplate": {}}})
     assert any("'claimTemplate' was unexpected" in p
-               for p in validation_problems([("broken", spawner_pod(singleuser, broken, None))], [], "1.33"))
+               for p in validation_problems([("broken", spawner_pod(singleuser, broken, None))], [], HOMELAB_K8S))
 
 
 def pod_specs(docs):
@@ -495,7 +499,7 @@ def test_monitoring_infra_placement_reaches_every_component(rendered):
     helm = rendered["homelab"]["monitoring"]["helm"]
     values = gpu_monitoring.stack_values(infra=True)
     docs, crds = helm_template(chart_dir, values, helm["releaseName"], namespace)
-    assert validation_problems(docs, crds, "1.33") == []
+    assert validation_problems(docs, crds, HOMELAB_K8S) == []
     specs = pod_specs(docs)
     placed = {key for key, spec in specs.items()
               if spec.get("nodeSelector") == {gpu_monitoring.INFRA_LABEL: "true"}
@@ -527,7 +531,7 @@ def test_jupyterhub_other_settings_render_strict_valid(auth):
                {"name": "custom", "gpu": 1, "image": "registry.lab/notebook@sha256:" + "a" * 64}]
     values = jupyterhub.chart_values(settings, entries, pools)
     docs, crds = helm_template("jupyterhub-4.4.0", values, "jupyterhub", "jupyterhub")
-    assert validation_problems(docs, crds, "1.33") == []
+    assert validation_problems(docs, crds, HOMELAB_K8S) == []
     kinds = {(doc["kind"], doc["metadata"]["name"]): doc for _path, doc in docs}
     ingress = kinds[("Ingress", "jupyterhub")]
     assert ingress["spec"]["tls"] == [{"hosts": ["hub.example.org"], "secretName": "jupyterhub-tls"}]
@@ -545,4 +549,4 @@ def test_jupyterhub_other_settings_render_strict_valid(auth):
     for profile in values["singleuser"]["profileList"]:
         for choice in list((profile.get("profile_options") or {}).get("image", {}).get("choices", {})) or [None]:
             pod = spawner_pod(values["singleuser"], profile, choice)
-            assert validation_problems([(profile["slug"], pod)], [], "1.33") == []
+            assert validation_problems([(profile["slug"], pod)], [], HOMELAB_K8S) == []

@@ -109,7 +109,7 @@ def test_inventory_warning_for_an_untested_minor(version, warned):
     warnings = v.inventory_version_warnings(groups, hostvars)
     assert bool(warnings) is warned
     if warned:
-        assert warnings[0].startswith("gpu_cluster_k3s_version is v1.33.5+k3s1; the roles are tested with v1.34, v1.35, v1.36")
+        assert warnings[0].startswith("gpu_cluster_k3s_version is v1.33.5+k3s1; the roles are made for v1.34, v1.35, v1.36")
 
 
 @pytest.mark.parametrize(("groups", "hostvars"), [(None, None), ({"k3s_servers": [["cp1"]]}, {}), ({"k3s_servers": "cp1"}, {"cp1": None})])
