@@ -76,7 +76,7 @@ def _restore_probes(registered):
     return probes
 
 
-def _restore_plan(registered, servers, first_server, snapshot, backups=None, s3=False):
+def _restore_plan(registered, servers, first_server, snapshot, backups=None, s3=False):  # noqa: PLR0917 - a filter: Jinja passes by position
     """Where and how an etcd snapshot restore runs, or why it may not (k3s.restore_plan)."""
     return k3s.restore_plan(servers, first_server, _restore_probes(registered), snapshot, backups, bool(s3))
 

@@ -223,7 +223,7 @@ def bootstrap_plan(servers, first_server, probes):
 SNAPSHOT_NAME = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._-]{0,252}$")
 
 
-def restore_plan(servers, first_server, probes, snapshot, backups=None, s3=False):
+def restore_plan(servers, first_server, probes, snapshot, backups=None, s3=False):  # noqa: PLR0917 - the filter's order
     """Where an etcd snapshot restore runs, and how, decided before anything is stopped.
 
     probes: {server: {'reachable': bool, 'snapshot': bool (the named file is in its snapshot

@@ -11,6 +11,7 @@ each with its reason. A stale exception fails too, so the lists stay short.
 from __future__ import annotations
 
 import ast
+import importlib
 import re
 import subprocess
 from pathlib import Path
@@ -78,8 +79,8 @@ PATH_EXCEPTIONS = {
 def cited_paths():
     for doc in DOCS:
         for span in spans(doc):
-            for token in PATH.findall(span):
-                token = token.rstrip("/")
+            for found in PATH.findall(span):
+                token = found.rstrip("/")
                 first = token.split("/")[0]
                 if "/" in token and first not in TOP and not first.startswith("."):
                     continue  # another tree: a host path, an API group, a URL part
@@ -114,9 +115,9 @@ def test_path_exceptions_are_still_needed():
 MAKE_TARGETS = set(re.findall(r"^([a-z][a-z-]*):", (REPO / "Makefile").read_text(), re.M))
 ROLES = {p.name for p in (REPO / "roles").iterdir() if (p / "tasks").is_dir()}
 PLAYBOOKS = {p.stem for p in (REPO / "playbooks").glob("*.yml")}
-def registered_filters():
-    import importlib
 
+
+def registered_filters():
     names = set()
     for path in (REPO / "plugins" / "filter").glob("*.py"):
         module = importlib.import_module(f"ansible_collections.cps.gpu_cluster.plugins.filter.{path.stem}")
@@ -210,10 +211,9 @@ def known_versions():
     the code supports or requires (the GPU Operator list, the k3s floor), the Renovate release the tests
     pin, galaxy.yml's own."""
     found = set()
-    for value in yaml.safe_load((REPO / "versions.yml").read_text()).values():
-        value = str(value)
-        found.add(value)
-        found.add(value.rsplit(":", 1)[-1])
+    for pin in yaml.safe_load((REPO / "versions.yml").read_text()).values():
+        found.add(str(pin))
+        found.add(str(pin).rsplit(":", 1)[-1])
     for defaults in (REPO / "roles").glob("*/defaults/main.yml"):  # images pinned as literals (verify's)
         for name, value in (yaml.safe_load(defaults.read_text()) or {}).items():
             if name.endswith("_image") or "_image_" in name:
@@ -223,7 +223,7 @@ def known_versions():
     found.update(ast.literal_eval(supported.group(1)))
     floor = re.search(r"K3S_MIN_VERSION = \((\d+), (\d+), (\d+)\)",
                       (REPO / "plugins" / "module_utils" / "inventory_checks.py").read_text())
-    found.add("v%s.%s.%s" % floor.groups())
+    found.add("v" + ".".join(floor.groups()))
     renovate = re.search(r'RENOVATE_VERSION = "([^"]+)"', (REPO / "tests" / "integration" / "test_renovate.py").read_text())
     found.add(renovate.group(1))
     galaxy = yaml.safe_load((REPO / "galaxy.yml").read_text())
