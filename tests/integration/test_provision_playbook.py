@@ -82,6 +82,20 @@ def setup(tmp_path):
     return run
 
 
+def test_check_mode_with_terraform_on_path_and_every_setting_at_its_default(setup, tmp_path):
+    # as a user has it: terraform found on PATH, gpu_cluster_terraform_binary not set. The module
+    # got the bare name 'terraform' and refused it ("Path for Terraform binary 'terraform' doesn't
+    # exist on this host": it checks os.path.exists relative to its working directory).
+    bin_dir = tmp_path / "bin"
+    bin_dir.mkdir()
+    (tmp_path / "terraform").rename(bin_dir / "terraform")
+    done, calls = setup("--check", "-e", "gpu_cluster_terraform_binary=terraform",
+                        environment={"PATH": f"{bin_dir}:{os.environ['PATH']}"})
+    assert done.returncode == 0, done.stdout + done.stderr
+    assert "plan" in [c["argv"][0] for c in calls]
+    assert "Planned (check mode, nothing changed)" in done.stdout
+
+
 def var_args(argv: list[str]) -> list[str]:
     return [argv[i + 1] for i, a in enumerate(argv) if a == "-var"]
 
