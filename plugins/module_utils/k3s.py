@@ -284,7 +284,7 @@ def restore_plan(servers, first_server, probes, snapshot, backups=None, s3=False
     restorer = plan["restore_server"]
     done = [s for s in reachable if s != restorer and probe(s).get("joined") == name]
     plan["rejoin"] = [s for s in reachable if s != restorer and s not in done]
-    plan["stop"] = ([] if resumed else [restorer]) + [s for s in plan["rejoin"]]
+    plan["stop"] = ([] if resumed else [restorer]) + list(plan["rejoin"])
     return plan
 
 
