@@ -32,6 +32,7 @@ from ansible_collections.cps.gpu_cluster.plugins.module_utils.numa import numa_p
 from ansible_collections.cps.gpu_cluster.plugins.module_utils.management import management_inventory_problems
 from ansible_collections.cps.gpu_cluster.plugins.module_utils.versions import file_problems as versions_file_problems
 from ansible_collections.cps.gpu_cluster.plugins.module_utils.versions import inventory_version_warnings
+from ansible_collections.cps.gpu_cluster.plugins.module_utils.cluster_workloads import schedule_problems
 
 K3S_MIN_VERSION = (1, 31, 6)
 _NUM = r"(0|[1-9][0-9]*)"
@@ -1024,6 +1025,10 @@ def inventory_problems(groups, hostvars, role_specs=None):
     problems.extend(_guarded(management_inventory_problems, groups, hostvars))
     problems.extend(_guarded(k3s_parity_problems, groups, hostvars))
     problems.extend(_guarded(versions_file_problems))
+    if not problems:
+        # the scheduling proof judges a sound inventory (its workloads are built from the values
+        # checked above): every workload must fit a node of the cluster model
+        problems.extend(_guarded(schedule_problems, groups, hostvars))
     return problems
 
 

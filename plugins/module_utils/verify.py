@@ -340,11 +340,28 @@ def slug(name, length=40):
     return text.strip("-") or "node"
 
 
+def _on_node(worker):
+    """The fields every GPU Job pinned to ``worker`` carries: its node, and the node's resource and
+    tolerations where the cluster model gave them (no key: the defaults of job_manifests)."""
+    on = {"node": worker["node"]}
+    if worker.get("resource"):
+        on["resource"] = worker["resource"]
+    if worker.get("tolerations") is not None:
+        on["tolerations"] = [dict(t) for t in worker["tolerations"]]
+    return on
+
+
 def plan_jobs(workers, nodes=None, images=None, options=None):
     """The check Jobs, as specs ``{check, name, node?, gpus, image, command, expect, judge, ...}``.
 
-    ``workers``: ``[{node, gpu_count}]`` of the GPU workers; ``nodes``: every Kubernetes node name (the
-    pod-network check puts a pod on each); ``images``: ``cuda, vectoradd, pytorch, busybox, tensorflow``;
+    ``workers``: ``[{node, gpu_count}]`` of the GPU workers, each optionally with what the cluster
+    model says of its node (``cluster_workloads.verify_workers``): ``resource`` (the GPU resource it
+    advertises), ``shared`` (a unit is a time-slice or a MIG instance, not a whole GPU) and
+    ``tolerations`` (one per taint of the node). A Job on a node asks for that node's resource, one
+    unit where units are shared (the device plugin refuses more than one shared GPU once
+    ``failRequestsGreaterThanOne`` is set, and one CUDA process uses one MIG instance); the
+    performance probe and the multi-GPU check, which measure whole GPUs, run on nodes of whole GPUs
+    only. ``nodes``: every Kubernetes node name (the pod-network check puts a pod on each); ``images``: ``cuda, vectoradd, pytorch, busybox, tensorflow``;
     ``options``: ``smoke_tests``, ``gpu_probe``, ``probe_burn`` (seconds), ``tensorflow``,
     ``fast_scratch_class``, ``fast_scratch_node_selector``, ``nfs_class``, ``scratch_mib``,
     ``network``.
@@ -358,35 +375,33 @@ def plan_jobs(workers, nodes=None, images=None, options=None):
     jobs = []
     if phase._flag(opts["smoke_tests"]):
         for worker in gpu_workers:
-            node, sl = worker["node"], slug(worker["node"])
+            node, sl, on = worker["node"], slug(worker["node"]), _on_node(worker)
             jobs += [
-                {"check": "nvidia-smi", "name": "smi-" + sl, "node": node, "gpus": 1, "image": images["cuda"],
-                 "command": ["nvidia-smi", "-L"], "expect": "^GPU 0: ", "judge": "log"},
-                {"check": "vector-add", "name": "vectoradd-" + sl, "node": node, "gpus": 1,
-                 "image": images["vectoradd"], "expect": "Test PASSED", "judge": "log"},
-                {"check": "pytorch", "name": "pytorch-" + sl, "node": node, "gpus": 1, "image": images["pytorch"],
-                 "command": ["python", "-c", _TORCH_ONE], "expect": "cuda_available=True device_count=1",
-                 "judge": "log"},
+                dict(on, check="nvidia-smi", name="smi-" + sl, gpus=1, image=images["cuda"],
+                     command=["nvidia-smi", "-L"], expect="^GPU 0: ", judge="log"),
+                dict(on, check="vector-add", name="vectoradd-" + sl, gpus=1, image=images["vectoradd"],
+                     expect="Test PASSED", judge="log"),
+                dict(on, check="pytorch", name="pytorch-" + sl, gpus=1, image=images["pytorch"],
+                     command=["python", "-c", _TORCH_ONE], expect="cuda_available=True device_count=1", judge="log"),
             ]
-            if phase._flag(opts["gpu_probe"]):
+            if phase._flag(opts["gpu_probe"]) and not worker.get("shared"):
                 argv = ["python", "/probe/gpu_probe.py"]
                 if int(opts["probe_burn"] or 0) > 0:
                     argv += ["--burn", str(int(opts["probe_burn"]))]
-                jobs.append({"check": "gpu-probe", "name": "gpuprobe-" + sl, "node": node,
-                             "gpus": int(worker["gpu_count"]), "image": images["pytorch"], "command": argv,
-                             "expect": '"probe": "gpu"', "judge": "probe", "model": worker.get("model", ""),
-                             "probe": True})
-        multi = [w for w in gpu_workers if int(w["gpu_count"]) >= 2]
+                jobs.append(dict(on, check="gpu-probe", name="gpuprobe-" + sl, gpus=int(worker["gpu_count"]),
+                                 image=images["pytorch"], command=argv, expect='"probe": "gpu"', judge="probe",
+                                 model=worker.get("model", ""), probe=True))
+        multi = [w for w in gpu_workers if int(w["gpu_count"]) >= 2 and not w.get("shared")]
         if multi:
             node = multi[0]["node"]
-            jobs.append({"check": "multi-gpu", "name": "multigpu-" + slug(node), "node": node, "gpus": 2,
-                         "image": images["pytorch"], "command": ["python", "-c", _TORCH_MULTI],
-                         "expect": "cuda_available=True device_count=2[\\s\\S]*multi_gpu_ok", "judge": "log"})
+            jobs.append(dict(_on_node(multi[0]), check="multi-gpu", name="multigpu-" + slug(node), gpus=2,
+                             image=images["pytorch"], command=["python", "-c", _TORCH_MULTI],
+                             expect="cuda_available=True device_count=2[\\s\\S]*multi_gpu_ok", judge="log"))
         if gpu_workers and phase._flag(opts["tensorflow"]) and images.get("tensorflow"):
             node = gpu_workers[0]["node"]
-            jobs.append({"check": "tensorflow", "name": "tensorflow-" + slug(node), "node": node, "gpus": 1,
-                         "image": images["tensorflow"], "command": ["python", "-c", _TF],
-                         "expect": "tf_gpus=1[\\s\\S]*tf_matmul_ok", "judge": "log"})
+            jobs.append(dict(_on_node(gpu_workers[0]), check="tensorflow", name="tensorflow-" + slug(node), gpus=1,
+                             image=images["tensorflow"], command=["python", "-c", _TF],
+                             expect="tf_gpus=1[\\s\\S]*tf_matmul_ok", judge="log"))
     jobs += [
         {"check": "coredns", "name": "coredns", "gpus": 0, "image": images["busybox"],
          "command": ["nslookup", "kubernetes.default.svc.cluster.local"],
@@ -400,13 +415,22 @@ def plan_jobs(workers, nodes=None, images=None, options=None):
                                    ("scratch nfs-client", opts["nfs_class"], {})):
         if not klass or (check.endswith("fast-scratch") and not gpu_workers):
             continue
-        jobs.append({"check": check, "name": "throughput-" + slug(klass), "gpus": 0, "storage_class": klass,
-                     "storage_mib": mib + 512, "node_selector": dict(selector or {}), "image": images["busybox"],
-                     "command": ["sh", "-c", _THROUGHPUT.format(mib=mib)], "expect": "^verify-ok$",
-                     "judge": "throughput"})
-    names = []
-    for node in nodes or []:
-        if str(node) not in names:
+        job = {"check": check, "name": "throughput-" + slug(klass), "gpus": 0, "storage_class": klass,
+               "storage_mib": mib + 512, "node_selector": dict(selector or {}), "image": images["busybox"],
+               "command": ["sh", "-c", _THROUGHPUT.format(mib=mib)], "expect": "^verify-ok$",
+               "judge": "throughput"}
+        known = [w["tolerations"] for w in gpu_workers if w.get("tolerations") is not None]
+        if check.endswith("fast-scratch") and known:
+            # the GPU workers' scratch: tolerate every taint they carry (the cluster model's)
+            job["tolerations"] = []
+            for entry in (t for tolerations in known for t in tolerations):
+                if entry not in job["tolerations"]:
+                    job["tolerations"].append(dict(entry))
+        jobs.append(job)
+    names, seen = [], set()
+    for node in nodes or []:  # in order, once each (a set: linear at any size)
+        if str(node) not in seen:
+            seen.add(str(node))
             names.append(str(node))
     if phase._flag(opts["network"]) and len(names) >= 2:
         hosts = {n: "net-" + slug(n, 50) for n in names}
@@ -458,10 +482,12 @@ def job_manifests(job, namespace, deadline=1200, resource="nvidia.com/gpu"):
     if job.get("command"):
         container["command"] = list(job["command"])
     if int(job.get("gpus") or 0) > 0:
-        container["resources"] = {"limits": {resource: int(job["gpus"])}}
+        container["resources"] = {"limits": {job.get("resource") or resource: int(job["gpus"])}}
     else:
         pod.pop("runtimeClassName", None)
         container.pop("resources", None)
+    if job.get("tolerations") is not None:
+        pod["tolerations"] = [dict(t) for t in job["tolerations"]]  # every taint of the node it is pinned to
     if job.get("node"):
         pod["nodeSelector"] = {"kubernetes.io/hostname": job["node"]}
     elif job.get("node_selector"):

@@ -3,9 +3,10 @@ namespace it would create.
 
 Runs the real playbook on the homelab inventory with ``gpu_cluster_verify_render_dir`` (workers made
 unreachable on purpose, no cluster), then validates every manifest with kubernetes-validate (strict:
-unknown fields fail) and checks the plan: every GPU worker gets the nvidia-smi, vector-add, PyTorch
-and GPU probe checks on its own node, with the render tier's CUDA smoke pod's runtime class,
-toleration and security context (one source); one multi-GPU and one TensorFlow check; scratch
+unknown fields fail) and checks the plan: every GPU worker gets the nvidia-smi, vector-add and PyTorch
+checks on its own node asking one unit of what its pool advertises, the GPU probe where its GPUs are
+whole, the tolerations of its node's taints and the render tier's CUDA smoke pod's runtime class and
+security context; one multi-GPU and one TensorFlow check; scratch
 throughput on fast-scratch and nfs-client; a pod-network pod on every node; pinned, overridable
 images; SKIPPED lines and a NOT VERIFIED (never PASS) lab report.
 """
@@ -74,19 +75,31 @@ def jobs(rendered):
     return {doc["metadata"]["name"]: doc for docs in rendered["docs"].values() for doc in docs if doc["kind"] == "Job"}
 
 
-def test_gpu_checks_on_every_worker_from_the_smoke_pod(rendered):
+# What each homelab worker advertises (its pool, inventories/homelab/group_vars/all/gpu_pools.yml):
+# wk-gpu1/2 whole GPUs (training, exclusive), wk-gpu3 time-slices (notebooks, renamed), wk-gpu4 MIG
+# 1g.10gb instances (inference). Before the cluster model, every Job asked nvidia.com/gpu and the
+# ones on wk-gpu3 and wk-gpu4 could never start.
+RESOURCE = {"wk-gpu1": "nvidia.com/gpu", "wk-gpu2": "nvidia.com/gpu", "wk-gpu3": "nvidia.com/gpu.shared",
+            "wk-gpu4": "nvidia.com/mig-1g.10gb"}
+GPU_TAINT_TOLERATION = [{"key": "nvidia.com/gpu", "operator": "Exists", "effect": "NoSchedule"}]
+
+
+def test_gpu_checks_on_every_worker_follow_its_pool(rendered):
     smoke = components.cuda_smoke_pod()["spec"]
     all_jobs = jobs(rendered)
     for worker in WORKERS:
-        for check, gpus in (("smi", 1), ("vectoradd", 1), ("pytorch", 1), ("gpuprobe", 2)):
+        whole = RESOURCE[worker] == "nvidia.com/gpu"
+        checks = (("smi", 1), ("vectoradd", 1), ("pytorch", 1)) + ((("gpuprobe", 2),) if whole else ())
+        assert (f"gpuprobe-{worker}" in all_jobs) is whole  # the probe measures whole GPUs
+        for check, gpus in checks:
             job = all_jobs[f"{check}-{worker}"]
             pod = job["spec"]["template"]["spec"]
             assert pod["nodeSelector"] == {"kubernetes.io/hostname": worker}
-            assert pod["containers"][0]["resources"]["limits"] == {"nvidia.com/gpu": gpus}
+            assert pod["containers"][0]["resources"]["limits"] == {RESOURCE[worker]: gpus}
             assert pod["restartPolicy"] == "Never" and job["spec"]["backoffLimit"] == 0
-            # one source with render.yml's CUDA smoke pod
+            # the node's taints, tolerated (the cluster model), and the smoke pod's runtime and security
+            assert pod["tolerations"] == GPU_TAINT_TOLERATION
             assert pod["runtimeClassName"] == smoke["runtimeClassName"] == "nvidia"
-            assert pod["tolerations"] == smoke["tolerations"]
             assert pod["securityContext"] == smoke["securityContext"]
     multi = all_jobs["multigpu-wk-gpu1"]["spec"]["template"]["spec"]["containers"][0]
     assert multi["resources"]["limits"] == {"nvidia.com/gpu": 2}

@@ -80,6 +80,6 @@ class Connection(PodmanConnection):
             result = self._podman(["exec", "--interactive"], args, in_data)
         # A stopped container is a host that is down: unreachable, as ssh reports it (the upstream
         # plugin reports a module failure), so the day-2 cases see what a user with a dead server sees.
-        if result[0] == 125 and b"container state improper" in to_bytes(result[2]):
+        if result[0] != 0 and b"container state improper" in to_bytes(result[2]):
             raise AnsibleConnectionFailure("container %s is not running" % self._container_id)
         return result

@@ -636,8 +636,19 @@ def test_secret_value_is_never_printed():
     assert "s3cret" not in message
 
 
+def test_valid_taints_that_our_workloads_do_not_tolerate_are_refused_by_the_scheduling_proof():
+    # the taints are well formed; the workloads the collection would run no longer fit, and preflight
+    # names each of them (the cluster model's proof) instead of deploying pods that never start
+    taints = ["dedicated=ml:NoSchedule", "example.com/spot:PreferNoSchedule", "x=:NoExecute"]
+    problems = problems_after(lambda groups, hostvars: set_all(hostvars, "gpu_cluster_node_taints", taints))
+    assert problems and all("fits no node" in p or "puts a pod on every node" in p for p in problems), problems
+    assert any(p.startswith("CUDA smoke pod (namespace default)") and "dedicated=ml:NoSchedule, x:NoExecute not tolerated" in p
+               for p in problems)
+    # the soft taint alone (PreferNoSchedule) keeps every workload schedulable
+    assert problems_after(lambda groups, hostvars: set_all(hostvars, "gpu_cluster_node_taints", taints[1:2])) == []
+
+
 @pytest.mark.parametrize("name,value", [
-    ("gpu_cluster_node_taints", ["dedicated=ml:NoSchedule", "example.com/spot:PreferNoSchedule", "x=:NoExecute"]),
     ("gpu_cluster_node_labels", ["team=ml", "example.com/tier=gold", "empty="]),
     ("gpu_cluster_k3s_agent_batch", 1),
     ("gpu_cluster_k3s_agent_batch", "25%"),

@@ -1,0 +1,71 @@
+# -*- coding: utf-8 -*-
+# Copyright: (c) 2026, cps.gpu_cluster contributors
+# GNU General Public License v3.0+ (see COPYING or https://www.gnu.org/licenses/gpl-3.0.txt)
+"""The cluster model and the scheduling proof as filters: cluster_model, cluster_verify_workers, schedule."""
+
+from __future__ import (absolute_import, division, print_function)
+__metaclass__ = type
+
+from collections.abc import Mapping
+
+from ansible.errors import AnsibleError
+
+from ansible_collections.cps.gpu_cluster.plugins.module_utils import cluster_model as _model
+from ansible_collections.cps.gpu_cluster.plugins.module_utils import cluster_workloads as _workloads
+from ansible_collections.cps.gpu_cluster.plugins.plugin_utils.filter_errors import wrap
+
+# What the model and the workload builders read of a host (role defaults are not in hostvars).
+_READ = ("ansible_host", "k3s_node_labels", "k3s_node_taints")
+
+
+def _plain(groups, hostvars):
+    """Plain (groups, hostvars) of what the model reads; a value that cannot be templated on the
+    control node is left out (preflight names it)."""
+    if not isinstance(groups, Mapping) or not isinstance(hostvars, Mapping):
+        raise ValueError("give the groups mapping and hostvars: groups | cps.gpu_cluster.cluster_model(hostvars)")
+    plain_groups = dict((str(name), [str(h) for h in hosts]) for name, hosts in groups.items())
+    plain_hostvars = {}
+    for host in plain_groups.get("all") or list(hostvars):
+        if host not in hostvars:
+            continue
+        variables = hostvars[host]
+        values = {}
+        for name in list(variables.keys()):
+            if name.startswith("gpu_cluster_") or name in _READ:
+                try:
+                    values[name] = variables[name]
+                except AnsibleError:
+                    continue
+        plain_hostvars[host] = values
+    return plain_groups, plain_hostvars
+
+
+def cluster_model(groups, hostvars):
+    """The cluster model of an inventory (module_utils/cluster_model.py build)."""
+    return _model.build(*_plain(groups, hostvars))
+
+
+def cluster_verify_workers(model, hosts=None):
+    """The GPU workers verify plans its Jobs for, from the model (only ``hosts`` when given)."""
+    workers = _workloads.verify_workers(model)
+    if hosts is None:
+        return workers
+    names = set(node["name"] for node in model["nodes"] if node["host"] in set(hosts))
+    return [w for w in workers if w["node"] in names]
+
+
+def schedule(groups, hostvars):
+    """The scheduling proof of an inventory: ``{rows, problems, table}``."""
+    plain_groups, plain_hostvars = _plain(groups, hostvars)
+    return _workloads.proof(plain_groups, plain_hostvars)
+
+
+class FilterModule(object):
+    """cluster_model, cluster_verify_workers, schedule."""
+
+    def filters(self):
+        return {
+            "cluster_model": wrap(cluster_model, "cluster_model"),
+            "cluster_verify_workers": wrap(cluster_verify_workers, "cluster_verify_workers"),
+            "schedule": wrap(schedule, "schedule"),
+        }

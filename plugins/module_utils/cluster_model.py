@@ -1,0 +1,274 @@
+# -*- coding: utf-8 -*-
+# Copyright: (c) 2026, cps.gpu_cluster contributors
+# GNU General Public License v3.0+ (see COPYING or https://www.gnu.org/licenses/gpl-3.0.txt)
+"""The cluster model: every node of the inventory, derived once from ``groups`` and ``hostvars``.
+
+Each node has its name (``gpu_cluster_node_name`` or the inventory name), address, role and
+groups, vCPUs and memory, GPU count, model and PCI mappings, GPU pool, labels, taints and
+**allocatable** resources (cpu, memory, pods and the GPU resources its pool makes it advertise).
+The GPU node contract (label, taint, the toleration that matches it) is defined here once; every
+consumer reads nodes from :func:`build` instead of reading the GPU and node variables itself
+(``grep -n "cluster_model" plugins`` lists them; docs/development.md).
+
+Building the model is linear in the number of hosts.
+"""
+
+from __future__ import (absolute_import, division, print_function)
+__metaclass__ = type
+
+from ansible_collections.cps.gpu_cluster.plugins.module_utils import gpu_pools
+
+SERVERS = "k3s_servers"
+AGENTS = "k3s_agents"
+GPU_WORKERS = "gpu_workers"
+INFRA_NODES = "infra_nodes"
+APP_NODES = "app_nodes"
+
+# The GPU node contract: what a GPU worker carries unless the inventory says otherwise
+# (k3s_node_labels / k3s_node_taints replace it, gpu_cluster_node_labels / _taints add to it).
+GPU_LABELS = ("gpu=true",)
+GPU_TAINTS = ("nvidia.com/gpu=true:NoSchedule",)
+INFRA_LABELS = ("node-role.kubernetes.io/infra=true",)
+INFRA_TAINTS = ("node-role.kubernetes.io/infra=true:NoSchedule",)
+GPU_RESOURCE = gpu_pools.GPU_RESOURCE
+# What a workload on a GPU worker selects when it has no pool (the contract's label).
+GPU_NODE_SELECTOR = {"gpu": "true"}
+
+# The labels the kubelet and k3s put on every node themselves.
+HOSTNAME_LABEL = "kubernetes.io/hostname"
+SERVER_ROLE_LABELS = ("node-role.kubernetes.io/control-plane", "node-role.kubernetes.io/etcd",
+                      "node-role.kubernetes.io/master")
+# The kubelet's default hard eviction threshold (memory.available<100Mi) is kept from allocatable.
+EVICTION_MEMORY = 100 * 1024 * 1024
+DEFAULT_PODS = 110
+HARD_EFFECTS = ("NoSchedule", "NoExecute")
+
+
+def as_int(value, default=0):
+    """The one converter of a count read from the inventory: an int (not a bool), or a string of
+    decimal digits (a value templated from an extra var); anything else is ``default``."""
+    if isinstance(value, bool):
+        return default
+    if isinstance(value, int):
+        return value
+    if isinstance(value, str) and value.strip().isdigit():
+        return int(value.strip())
+    return default
+
+
+def node_name(host, variables=None):
+    """The Kubernetes node name of an inventory host: ``gpu_cluster_node_name``, else the host."""
+    name = (variables or {}).get("gpu_cluster_node_name")
+    return name if isinstance(name, str) and name else host
+
+
+def node_address(variables=None):
+    """The node IP: ``gpu_cluster_node_ip``, else ``ansible_host`` ('' when neither is set)."""
+    variables = variables or {}
+    for key in ("gpu_cluster_node_ip", "ansible_host"):
+        value = variables.get(key)
+        if isinstance(value, str) and value:
+            return value
+    return ""
+
+
+def label_dict(labels):
+    """``key=value`` strings (or a mapping) as a dict; a bare key gets ''."""
+    if isinstance(labels, dict):
+        return dict((str(k), str(v)) for k, v in labels.items())
+    result = {}
+    for item in labels if isinstance(labels, (list, tuple)) else []:
+        key, _sep, value = str(item).partition("=")
+        result[key] = value
+    return result
+
+
+def parse_taint(text):
+    """``key[=value]:Effect`` as ``{key, value, effect}`` (None when it is not that form)."""
+    if not isinstance(text, str) or ":" not in text:
+        return None
+    head, _sep, effect = text.rpartition(":")
+    key, _sep, value = head.partition("=")
+    if not key or effect not in ("NoSchedule", "PreferNoSchedule", "NoExecute"):
+        return None
+    return {"key": key, "value": value, "effect": effect}
+
+
+def toleration(taint):
+    """The toleration of one taint: its key and effect, whatever its value (``Exists``)."""
+    return {"key": taint["key"], "operator": "Exists", "effect": taint["effect"]}
+
+
+def tolerations(taints):
+    """The tolerations a pod needs for every hard taint (NoSchedule, NoExecute) of ``taints``."""
+    result = []
+    for taint in taints or []:
+        if taint["effect"] in HARD_EFFECTS:
+            entry = toleration(taint)
+            if entry not in result:
+                result.append(entry)
+    return result
+
+
+def _list(value):
+    return list(value) if isinstance(value, (list, tuple)) else []
+
+
+def _groups_of(groups):
+    """{host: [group, ...]} for the contract's groups, in the order of ``groups``."""
+    membership = {}
+    for group in (SERVERS, AGENTS, GPU_WORKERS, INFRA_NODES, APP_NODES):
+        for host in _list((groups or {}).get(group)):
+            membership.setdefault(host, []).append(group)
+    return membership
+
+
+def _default_labels(host, variables, member, pools):
+    labels = []
+    if GPU_WORKERS in member:
+        labels += list(GPU_LABELS)
+    if INFRA_NODES in member:
+        labels += list(INFRA_LABELS)
+    labels += [str(x) for x in _list(variables.get("gpu_cluster_node_labels"))]
+    if GPU_WORKERS in member and pools:
+        labels += gpu_pools.pool_node_labels(pools, host, {"gpu_cluster_node_labels": variables.get("gpu_cluster_node_labels") or []},
+                                             as_list=True)
+    return labels
+
+
+def _default_taints(variables, member):
+    taints = []
+    if GPU_WORKERS in member:
+        taints += list(GPU_TAINTS)
+    if INFRA_NODES in member:
+        taints += list(INFRA_TAINTS)
+    return taints + [str(x) for x in _list(variables.get("gpu_cluster_node_taints"))]
+
+
+def _first_value(groups, hostvars, name):
+    for host in _list((groups or {}).get("all")) + sorted(hostvars or {}):
+        variables = (hostvars or {}).get(host) or {}
+        if name in variables:
+            return variables[name]
+    return None
+
+
+def cluster_pools(groups, hostvars):
+    """``gpu_cluster_gpu_pools`` when it is sound (a list without problems), else ``[]`` (preflight
+    reports the problems; the model then treats every GPU worker as unpooled)."""
+    pools = _first_value(groups, hostvars, "gpu_cluster_gpu_pools")
+    if not isinstance(pools, list) or not pools:
+        return []
+    workers = gpu_pools.workers_view(dict((h, (hostvars or {}).get(h) or {}) for h in _list((groups or {}).get(GPU_WORKERS))))
+    try:
+        if gpu_pools.pool_problems(gpu_pools.plain(pools), workers):
+            return []
+    except (TypeError, ValueError, KeyError, AttributeError):
+        return []
+    return gpu_pools.plain(pools)
+
+
+def _gpu_resources(host, variables, pools, count):
+    """{resource: count} the node advertises, and the pool it is in ('' for none)."""
+    if count <= 0:
+        return {}, ""
+    view = gpu_pools.worker_view(host, variables)
+    view["gpu_count"] = count
+    for pool in pools:
+        if host in gpu_pools.pool_hosts(pool, {host: view}):
+            return gpu_pools.node_resources(pool, view), pool["name"]
+    return {GPU_RESOURCE: count}, ""
+
+
+def _node(host, variables, member, pools):
+    name = node_name(host, variables)
+    role = "server" if SERVERS in member else "agent"
+    count = as_int(variables.get("gpu_cluster_gpu_count")) if GPU_WORKERS in member else 0
+    if "k3s_node_labels" in variables:
+        labels = [str(x) for x in _list(variables.get("k3s_node_labels"))]
+    else:
+        labels = _default_labels(host, variables, member, pools)
+    if "k3s_node_taints" in variables:
+        taint_texts = [str(x) for x in _list(variables.get("k3s_node_taints"))]
+    else:
+        taint_texts = _default_taints(variables, member)
+    label_map = {HOSTNAME_LABEL: name, "kubernetes.io/os": "linux", "kubernetes.io/arch": "amd64"}
+    if role == "server":
+        label_map.update((key, "true") for key in SERVER_ROLE_LABELS)
+    label_map.update(label_dict(labels))
+    taints = [t for t in (parse_taint(x) for x in taint_texts) if t is not None]
+    cores = as_int(variables.get("gpu_cluster_vm_cores"))
+    memory_mb = as_int(variables.get("gpu_cluster_vm_memory_mb"))
+    gpu, pool = _gpu_resources(host, variables, pools, count)
+    # a unit of these is a time-slice or a MIG instance: a container gets at most one (the device
+    # plugin refuses more than one shared GPU with failRequestsGreaterThanOne; CUDA uses one MIG
+    # instance per process)
+    shared = sorted(name for name, units in gpu.items() if name != GPU_RESOURCE or units > count)
+    allocatable = {"pods": DEFAULT_PODS}
+    if cores > 0:
+        allocatable["cpu"] = cores * 1000  # millicores
+    if memory_mb > 0:
+        allocatable["memory"] = max(memory_mb * 1024 * 1024 - EVICTION_MEMORY, 0)  # bytes
+    allocatable.update(gpu)
+    model = variables.get("gpu_cluster_gpu_model")
+    return {
+        "name": name,
+        "host": host,
+        "address": node_address(variables),
+        "role": role,
+        "groups": list(member),
+        "vcpus": cores,
+        "memory_mb": memory_mb,
+        "gpu_count": count,
+        "gpu_model": model if isinstance(model, str) and count > 0 else "",
+        "gpu_pci_mappings": [str(x) for x in _list(variables.get("gpu_cluster_gpu_pci_mappings"))],
+        "pool": pool,
+        "labels": label_map,
+        "taints": taints,
+        "allocatable": allocatable,
+        "shared": shared,
+    }
+
+
+def build(groups, hostvars):
+    """The model of the cluster: ``{nodes: [node, ...], pools: [...]}``, one node per host of
+    ``k3s_servers`` and ``k3s_agents`` (servers first, inventory order), each as :func:`_node` makes
+    it. ``hostvars`` maps host -> its variables (inventory values; role defaults are not there)."""
+    groups = groups if isinstance(groups, dict) else {}
+    hostvars = hostvars if isinstance(hostvars, dict) else {}
+    member = _groups_of(groups)
+    pools = cluster_pools(groups, hostvars)
+    order = []
+    seen = set()
+    for group in (SERVERS, AGENTS, GPU_WORKERS, INFRA_NODES, APP_NODES):
+        for host in _list(groups.get(group)):
+            if host not in seen and isinstance(host, str):
+                seen.add(host)
+                order.append(host)
+    nodes = [_node(host, hostvars.get(host) or {}, member.get(host, []), pools) for host in order]
+    return {"nodes": nodes, "pools": pools}
+
+
+def by_name(model):
+    """{node name: node} of a model."""
+    return dict((node["name"], node) for node in (model or {}).get("nodes") or [])
+
+
+def gpu_nodes(model):
+    """The nodes with GPUs (gpu_count > 0), in model order."""
+    return [node for node in (model or {}).get("nodes") or [] if node["gpu_count"] > 0]
+
+
+def gpu_resource_of(node):
+    """The GPU resource a node advertises and how many units (``('', 0)`` for none): the pool's
+    resource (MIG: the first profile), else ``nvidia.com/gpu``."""
+    names = sorted(k for k in node["allocatable"] if k.startswith("nvidia.com/"))
+    if not names:
+        return "", 0
+    name = GPU_RESOURCE if GPU_RESOURCE in names else names[0]
+    return name, node["allocatable"][name]
+
+
+def shares_gpus(node):
+    """Whether a unit of the node's GPU resource is less than a whole GPU (time-sliced or MIG)."""
+    return bool(node.get("shared"))

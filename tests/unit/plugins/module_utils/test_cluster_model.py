@@ -1,0 +1,264 @@
+"""The cluster model (module_utils/cluster_model.py) and the scheduling proof (scheduling.py,
+cluster_workloads.py) on the reference homelab as ansible-inventory loads it, and on variants where
+a model, a profile or a Job does not fit; the judgement's rules as data tables."""
+
+from __future__ import annotations
+
+import copy
+import json
+import os
+import shutil
+import subprocess
+from pathlib import Path
+
+import pytest
+from ansible_collections.cps.gpu_cluster.plugins.module_utils import cluster_model as cmod
+from ansible_collections.cps.gpu_cluster.plugins.module_utils import cluster_workloads as cw
+from ansible_collections.cps.gpu_cluster.plugins.module_utils import jupyterhub
+from ansible_collections.cps.gpu_cluster.plugins.module_utils import scheduling as sch
+
+REPO = Path(__file__).resolve().parents[4]
+HOMELAB = REPO / "inventories" / "homelab"
+
+
+def load_inventory(path):
+    """(groups, hostvars) as Ansible gives them to a filter on the control node (values untemplated)."""
+    exe = shutil.which("ansible-inventory") or str(Path(os.sys.executable).parent / "ansible-inventory")
+    data = json.loads(subprocess.run([exe, "-i", str(path), "--list"], capture_output=True, text=True, check=True,
+                                     env=dict(os.environ, ANSIBLE_INVENTORY_ENABLED="ansible.builtin.yaml")).stdout)
+    hostvars = data.pop("_meta")["hostvars"]
+    groups = {}
+
+    def hosts_of(name):
+        entry = data.get(name) or {}
+        hosts = list(entry.get("hosts") or [])
+        for child in entry.get("children") or []:
+            hosts += [h for h in hosts_of(child) if h not in hosts]
+        groups[name] = hosts
+        return hosts
+
+    hosts_of("all")
+    return groups, hostvars
+
+
+@pytest.fixture(scope="module")
+def homelab():
+    return load_inventory(HOMELAB)
+
+
+def variant(homelab, **changes):
+    groups, hostvars = copy.deepcopy(homelab)
+    for host in hostvars:
+        for name, value in changes.items():
+            if (name.startswith("gpu_cluster_") and name in hostvars[host]) or name in ("gpu_cluster_llm_models",
+                                                                                      "gpu_cluster_jupyterhub_profiles"):
+                hostvars[host][name] = copy.deepcopy(value)
+    return groups, hostvars
+
+
+# ------------------------------------------------------------------------------ the model
+def test_homelab_nodes_with_their_pools_labels_taints_and_allocatable(homelab):
+    model = cmod.build(*homelab)
+    nodes = cmod.by_name(model)
+    assert list(nodes) == ["cp1", "cp2", "cp3", "wk-gpu1", "wk-gpu2", "wk-gpu3", "wk-gpu4"]
+    cp1, wk1, wk3, wk4 = nodes["cp1"], nodes["wk-gpu1"], nodes["wk-gpu3"], nodes["wk-gpu4"]
+    assert (cp1["role"], cp1["address"], cp1["vcpus"], cp1["taints"], cp1["gpu_count"]) == ("server", "10.0.0.11", 4, [], 0)
+    assert cp1["labels"]["node-role.kubernetes.io/control-plane"] == "true"
+    assert cp1["allocatable"] == {"pods": 110, "cpu": 4000, "memory": 16384 * 2 ** 20 - 100 * 2 ** 20}
+    assert wk1["pool"] == "training" and wk1["allocatable"]["nvidia.com/gpu"] == 2
+    assert wk1["gpu_model"] == "NVIDIA A100 80GB PCIe" and wk1["gpu_pci_mappings"] == ["a100-0", "a100-1"]
+    assert wk1["labels"]["gpu"] == "true" and wk1["labels"]["gpu-cluster.cps/gpu-pool"] == "training"
+    assert wk1["taints"] == [{"key": "nvidia.com/gpu", "value": "true", "effect": "NoSchedule"}]
+    assert wk3["pool"] == "notebooks" and wk3["allocatable"]["nvidia.com/gpu.shared"] == 8
+    assert "nvidia.com/gpu" not in wk3["allocatable"]
+    assert wk4["pool"] == "inference" and wk4["allocatable"]["nvidia.com/mig-1g.10gb"] == 14
+    assert cmod.gpu_resource_of(wk4) == ("nvidia.com/mig-1g.10gb", 14) and cmod.shares_gpus(wk4)
+    assert cmod.gpu_resource_of(wk1) == ("nvidia.com/gpu", 2) and not cmod.shares_gpus(wk1)
+
+
+def test_the_inventory_overrides_labels_taints_and_names(homelab):
+    groups, hostvars = copy.deepcopy(homelab)
+    hostvars["wk-gpu1"]["k3s_node_taints"] = ["gpu=a100:NoSchedule", "nvidia.com/gpu=true:NoExecute"]
+    hostvars["wk-gpu2"]["gpu_cluster_node_taints"] = ["dedicated=ml:NoSchedule"]
+    hostvars["wk-gpu2"]["gpu_cluster_node_name"] = "gpu-two"
+    nodes = cmod.by_name(cmod.build(groups, hostvars))
+    assert [t["key"] for t in nodes["wk-gpu1"]["taints"]] == ["gpu", "nvidia.com/gpu"]
+    assert [t["key"] for t in nodes["gpu-two"]["taints"]] == ["nvidia.com/gpu", "dedicated"]
+    assert nodes["gpu-two"]["labels"]["kubernetes.io/hostname"] == "gpu-two" and nodes["gpu-two"]["host"] == "wk-gpu2"
+    assert cmod.tolerations(nodes["gpu-two"]["taints"]) == [
+        {"key": "nvidia.com/gpu", "operator": "Exists", "effect": "NoSchedule"},
+        {"key": "dedicated", "operator": "Exists", "effect": "NoSchedule"}]
+
+
+@pytest.mark.parametrize(("value", "expected"), [
+    (2, 2), ("2", 2), (" 3 ", 3), (True, 0), (False, 0), (None, 0), ("two", 0), (2.5, 0), ("-1", 0), ([], 0)])
+def test_as_int_is_the_one_count_converter(value, expected):
+    assert cmod.as_int(value) == expected
+
+
+@pytest.mark.parametrize(("text", "taint"), [
+    ("nvidia.com/gpu=true:NoSchedule", {"key": "nvidia.com/gpu", "value": "true", "effect": "NoSchedule"}),
+    ("dedicated:NoExecute", {"key": "dedicated", "value": "", "effect": "NoExecute"}),
+    ("a=b:PreferNoSchedule", {"key": "a", "value": "b", "effect": "PreferNoSchedule"}),
+    ("a=b:Never", None), ("no-effect", None), (":NoSchedule", None), (3, None)])
+def test_parse_taint(text, taint):
+    assert cmod.parse_taint(text) == taint
+
+
+def test_unsound_pools_leave_every_worker_unpooled(homelab):
+    groups, hostvars = variant(homelab, gpu_cluster_gpu_pools=[{"name": "x", "nodes": ["wk-gpu1"], "allocation": "bogus"}])
+    nodes = cmod.by_name(cmod.build(groups, hostvars))
+    assert all(nodes[f"wk-gpu{i}"]["allocatable"]["nvidia.com/gpu"] == 2 and not nodes[f"wk-gpu{i}"]["pool"]
+               for i in range(1, 5))
+
+
+# ------------------------------------------------------------------------------ feasibility rules
+NODE = {"name": "n1", "shared": [], "labels": {"kubernetes.io/hostname": "n1", "gpu": "true", "zone": "a", "rank": "3"},
+        "taints": [{"key": "nvidia.com/gpu", "value": "true", "effect": "NoSchedule"},
+                   {"key": "soft", "value": "", "effect": "PreferNoSchedule"}],
+        "allocatable": {"cpu": 4000, "memory": 8 * 2 ** 30, "nvidia.com/gpu": 2, "pods": 110}}
+GPU_TOL = [{"key": "nvidia.com/gpu", "operator": "Exists", "effect": "NoSchedule"}]
+
+
+def pod(**spec):
+    base = {"containers": [{"name": "c", "resources": spec.pop("resources", {})}], "tolerations": GPU_TOL}
+    base.update(spec)
+    return base
+
+
+@pytest.mark.parametrize(("spec", "reason"), [
+    (pod(), ""),
+    (pod(nodeSelector={"gpu": "true"}), ""),
+    (pod(nodeSelector={"gpu": "false"}), "nodeSelector gpu=false does not match (the node has gpu=true)"),
+    (pod(nodeSelector={"pool": "x"}), "nodeSelector pool=x does not match (the node has none of them)"),
+    (pod(tolerations=[]), "taint nvidia.com/gpu=true:NoSchedule not tolerated"),
+    (pod(tolerations=[{"key": "nvidia.com/gpu", "operator": "Equal", "value": "true", "effect": "NoSchedule"}]), ""),
+    (pod(tolerations=[{"key": "nvidia.com/gpu", "operator": "Equal", "value": "yes"}]),
+     "taint nvidia.com/gpu=true:NoSchedule not tolerated"),
+    (pod(tolerations=[{"key": "nvidia.com/gpu", "operator": "Exists", "effect": "NoExecute"}]),
+     "taint nvidia.com/gpu=true:NoSchedule not tolerated"),
+    (pod(tolerations=[{"operator": "Exists"}]), ""),  # tolerates everything
+    (pod(tolerations=[{"key": "nvidia.com/gpu"}]), "taint nvidia.com/gpu=true:NoSchedule not tolerated"),  # Equal ''
+    (pod(resources={"limits": {"nvidia.com/gpu": 2}}), ""),
+    (pod(resources={"limits": {"nvidia.com/gpu": 3}}), "insufficient nvidia.com/gpu (asks 3, has 2)"),
+    (pod(resources={"limits": {"nvidia.com/gpu.shared": 1}}), "insufficient nvidia.com/gpu.shared (asks 1, has none)"),
+    (pod(resources={"requests": {"cpu": "4", "memory": "8Gi"}}), ""),
+    (pod(resources={"requests": {"cpu": "4500m"}}), "insufficient cpu (asks 4500m, has 4)"),
+    (pod(resources={"limits": {"memory": "9Gi"}}), "insufficient memory (asks 9Gi, has 8Gi)"),  # limit = request
+    (pod(resources={"requests": {"memory": "1Gi"}, "limits": {"memory": "9Gi"}}), ""),
+    (pod(affinity={"nodeAffinity": {"requiredDuringSchedulingIgnoredDuringExecution": {"nodeSelectorTerms": [
+        {"matchExpressions": [{"key": "zone", "operator": "In", "values": ["b"]}]},
+        {"matchExpressions": [{"key": "rank", "operator": "Gt", "values": ["2"]}]}]}}}), ""),
+    (pod(affinity={"nodeAffinity": {"requiredDuringSchedulingIgnoredDuringExecution": {"nodeSelectorTerms": [
+        {"matchExpressions": [{"key": "zone", "operator": "NotIn", "values": ["a"]}]}]}}}),
+     "required node affinity does not match"),
+    (pod(affinity={"nodeAffinity": {"requiredDuringSchedulingIgnoredDuringExecution": {"nodeSelectorTerms": [
+        {"matchFields": [{"key": "metadata.name", "operator": "In", "values": ["n1"]}]}]}}}), ""),
+    (pod(affinity={"nodeAffinity": {"requiredDuringSchedulingIgnoredDuringExecution": {"nodeSelectorTerms": [
+        {"matchExpressions": [{"key": "missing", "operator": "DoesNotExist"},
+                              {"key": "rank", "operator": "Lt", "values": ["3"]}]}]}}}),
+     "required node affinity does not match"),
+    (pod(affinity={"nodeAffinity": {"requiredDuringSchedulingIgnoredDuringExecution": {"nodeSelectorTerms": [{}]}}}),
+     "required node affinity does not match"),  # an empty term matches no node
+])
+def test_refusal_as_kube_scheduler_filters_decide(spec, reason):
+    assert sch.refusal(spec, NODE) == reason
+
+
+@pytest.mark.parametrize(("value", "number"), [("500m", 0.5), ("2", 2), ("16Gi", 16 * 2 ** 30), ("1e3", 1000),
+                                               ("1.5G", 1.5e9), (3, 3), ("100Mi", 100 * 2 ** 20)])
+def test_quantity(value, number):
+    assert sch.quantity(value) == number
+
+
+def test_quantity_refuses_what_the_api_refuses():
+    for bad in ("", "1 Gi", "Gi", True, "1.2.3"):
+        with pytest.raises(ValueError):
+            sch.quantity(bad)
+
+
+def test_init_containers_count_as_their_largest():
+    spec = {"containers": [{"resources": {"requests": {"cpu": "1"}}}, {"resources": {"requests": {"cpu": "500m"}}}],
+            "initContainers": [{"resources": {"requests": {"cpu": "2", "memory": "1Gi"}}}]}
+    assert sch.pod_requests(spec) == {"cpu": 2000, "memory": 2 ** 30}
+
+
+# ------------------------------------------------------------------------------ quotas
+def quota(namespace, hard):
+    return {"kind": "ResourceQuota", "metadata": {"namespace": namespace}, "spec": {"hard": hard}}
+
+
+MIG = {"name": "m", "labels": {"kubernetes.io/hostname": "m"}, "taints": [], "shared": ["nvidia.com/mig-1g.10gb"],
+       "allocatable": {"nvidia.com/mig-1g.10gb": 14}}
+MIG_POD = {"containers": [{"resources": {"limits": {"nvidia.com/mig-1g.10gb": 1}}}]}
+LIMITED = [{"apiGroup": "", "resource": "pods", "matchContains": ["nvidia.com/mig-1g.10gb"]}]
+
+
+def test_a_namespace_without_a_grant_is_refused_by_limited_resources():
+    result = sch.prove([{"name": "job", "namespace": "team-b", "pod": MIG_POD}], [MIG],
+                       [quota("llm", {"requests.nvidia.com/mig-1g.10gb": "14"})], LIMITED)
+    assert len(result["problems"]) == 1 and "limitedResources" in result["problems"][0] and "team-b" in result["problems"][0]
+    ok = sch.prove([{"name": "job", "namespace": "llm", "pod": MIG_POD}], [MIG],
+                   [quota("llm", {"requests.nvidia.com/mig-1g.10gb": "14"})], LIMITED)
+    assert ok["problems"] == [] and ok["rows"][0]["nodes"] == ["m"]
+
+
+def test_a_quota_of_zero_refuses_and_replicas_add_up():
+    zero = sch.prove([{"name": "job", "namespace": "default", "pod": MIG_POD}], [MIG],
+                     [quota("default", {"requests.nvidia.com/mig-1g.10gb": "0"})])
+    assert "beyond the namespace's ResourceQuota" in zero["problems"][0]
+    many = sch.prove([{"name": "a", "namespace": "llm", "pod": MIG_POD, "replicas": 10},
+                      {"name": "b", "namespace": "llm", "pod": MIG_POD, "replicas": 5}], [MIG],
+                     [quota("llm", {"requests.nvidia.com/mig-1g.10gb": "14"})])
+    assert len(many["problems"]) == 1 and many["problems"][0].startswith("b (namespace llm)")
+
+
+# ------------------------------------------------------------------------------ the proof on inventories
+def prove(groups, hostvars):
+    return cw.proof(groups, hostvars)
+
+
+def test_the_homelab_schedules_completely(homelab):
+    result = prove(*homelab)
+    assert result["problems"] == []
+    rows = {row["workload"]: row for row in result["rows"]}
+    assert rows["verify Job smi-wk-gpu3"]["asks"] == "nvidia.com/gpu.shared 1"
+    assert rows["verify Job smi-wk-gpu4"]["asks"] == "nvidia.com/mig-1g.10gb 1"
+    assert rows["verify Job smi-wk-gpu4"]["nodes"] == ["wk-gpu4"]
+    assert "verify Job gpuprobe-wk-gpu4" not in rows and "verify Job gpuprobe-wk-gpu1" in rows
+    assert rows["JupyterHub profile gpu-2"]["nodes"] == ["wk-gpu1", "wk-gpu2"]
+    assert any(name.startswith("vLLM model Qwen") for name in rows)
+    assert all(row["nodes"] for row in result["rows"])
+
+
+def test_a_two_gpu_model_on_the_mig_pool_fails_naming_the_model(homelab):
+    groups, hostvars = variant(homelab, gpu_cluster_llm_models=[
+        {"name": "big", "model": "Qwen/Qwen2.5-1.5B-Instruct", "gpu": 2, "pool": "inference", "namespace": "llm"}])
+    result = prove(groups, hostvars)
+    assert len(result["problems"]) == 1
+    problem = result["problems"][0]
+    assert problem.startswith("vLLM model Qwen/Qwen2.5-1.5B-Instruct (Deployment llm/big) (namespace llm) asks")
+    assert "fits no node" in problem and "wk-gpu4: asks 2 nvidia.com/mig-1g.10gb: a unit is a time-slice or a MIG instance" in problem
+    assert "wk-gpu1, wk-gpu2: nodeSelector gpu-cluster.cps/gpu-pool=inference does not match (the node has " \
+           "gpu-cluster.cps/gpu-pool=training)" in problem
+    assert "cp1, cp2, cp3: nodeSelector gpu-cluster.cps/gpu-pool=inference does not match" in problem
+
+
+def test_a_profile_on_a_pool_reserved_for_another_namespace_is_refused_naming_it(homelab):
+    groups, hostvars = variant(homelab, gpu_cluster_jupyterhub_profiles=[{"name": "cpu", "gpu": 0},
+                                                                          {"name": "mig", "gpu": 1, "pool": "inference"}])
+    problems = jupyterhub.jupyterhub_problems(groups, hostvars)
+    assert problems == ["gpu_cluster_jupyterhub_profiles: profile mig: pool inference is reserved for namespace(s) llm, "
+                        "not jupyterhub; add jupyterhub to the pool's namespaces"]
+
+
+def test_changed_gpu_taints_are_followed_by_verify_and_refused_for_the_others(homelab):
+    groups, hostvars = copy.deepcopy(homelab)
+    for i in range(1, 5):
+        hostvars[f"wk-gpu{i}"]["gpu_cluster_node_taints"] = ["dedicated=ml:NoSchedule"]
+    result = prove(groups, hostvars)
+    verify_problems = [p for p in result["problems"] if p.startswith("verify Job")]
+    assert verify_problems == []  # the Jobs pinned to a node tolerate all of its taints
+    refused = " ".join(result["problems"])
+    assert "vLLM model" in refused and "taint dedicated=ml:NoSchedule not tolerated" in refused
+    assert "CUDA smoke pod" in refused and "JupyterHub profile gpu-1" in refused
