@@ -237,6 +237,9 @@ class Index(object):
         return fits, refused
 
 
+_OBJECT_COUNTS = ("pods", "services", "persistentvolumeclaims", "secrets", "configmaps", "count")
+
+
 def _quota_hard(quotas):
     """{namespace: {resource: amount}} from ResourceQuota objects (``requests.x`` and plain ``x``)."""
     result = {}
@@ -245,8 +248,7 @@ def _quota_hard(quotas):
         hard = result.setdefault(namespace, {})
         for key, value in (((quota or {}).get("spec") or {}).get("hard") or {}).items():
             name = key[len("requests."):] if key.startswith("requests.") else key
-            if key.startswith("limits.") or name in ("pods", "services", "persistentvolumeclaims", "secrets",
-                                                      "configmaps", "count"):
+            if key.startswith("limits.") or name in _OBJECT_COUNTS:
                 continue
             amount = _in_node_units(name, quantity(value))
             hard[name] = min(hard.get(name, amount), amount)
@@ -292,8 +294,8 @@ def prove(workloads, nodes, quotas=None, limited_resources=None):
                 workload["name"], namespace, why))
         elif not fits and replicas > 0:
             why = "; ".join("%s: %s" % (_names(names), reason) for reason, names in sorted(refused.items()))
-            problems.append("%s (namespace %s) asks %s and fits no node: %s" % (workload["name"], namespace, asks,
-                                                                               why or "the cluster has no nodes"))
+            problems.append("%s (namespace %s) asks %s and fits no node: %s"
+                            % (workload["name"], namespace, asks, why or "the cluster has no nodes"))
         for name in sorted(requests):
             if not requests[name]:
                 continue
@@ -301,8 +303,8 @@ def prove(workloads, nodes, quotas=None, limited_resources=None):
                 problems.append(
                     "%s (namespace %s) asks %s %s, which the API server's ResourceQuota admission limits "
                     "(limitedResources) to namespaces whose quota grants it, and %s has none: grant it in the "
-                    "pool's namespaces or choose another pool" % (workload["name"], namespace, name,
-                                                                 _show(name, requests[name]), namespace))
+                    "pool's namespaces or choose another pool"
+                    % (workload["name"], namespace, name, _show(name, requests[name]), namespace))
             elif name in hard.get(namespace, {}):
                 total = used.get((namespace, name), 0) + requests[name] * max(replicas, 1)
                 if not workload.get("alone"):

@@ -50,8 +50,8 @@ def variant(homelab, **changes):
     groups, hostvars = copy.deepcopy(homelab)
     for host in hostvars:
         for name, value in changes.items():
-            if (name.startswith("gpu_cluster_") and name in hostvars[host]) or name in ("gpu_cluster_llm_models",
-                                                                                      "gpu_cluster_jupyterhub_profiles"):
+            listed = name in ("gpu_cluster_llm_models", "gpu_cluster_jupyterhub_profiles")
+            if (name.startswith("gpu_cluster_") and name in hostvars[host]) or listed:
                 hostvars[host][name] = copy.deepcopy(value)
     return groups, hostvars
 
@@ -245,8 +245,8 @@ def test_a_two_gpu_model_on_the_mig_pool_fails_naming_the_model(homelab):
 
 
 def test_a_profile_on_a_pool_reserved_for_another_namespace_is_refused_naming_it(homelab):
-    groups, hostvars = variant(homelab, gpu_cluster_jupyterhub_profiles=[{"name": "cpu", "gpu": 0},
-                                                                          {"name": "mig", "gpu": 1, "pool": "inference"}])
+    profiles = [{"name": "cpu", "gpu": 0}, {"name": "mig", "gpu": 1, "pool": "inference"}]
+    groups, hostvars = variant(homelab, gpu_cluster_jupyterhub_profiles=profiles)
     problems = jupyterhub.jupyterhub_problems(groups, hostvars)
     assert problems == ["gpu_cluster_jupyterhub_profiles: profile mig: pool inference is reserved for namespace(s) llm, "
                         "not jupyterhub; add jupyterhub to the pool's namespaces"]
