@@ -28,7 +28,9 @@ APP_NODES = "app_nodes"
 # (k3s_node_labels / k3s_node_taints replace it, gpu_cluster_node_labels / _taints add to it).
 GPU_LABELS = ("gpu=true",)
 GPU_TAINTS = ("nvidia.com/gpu=true:NoSchedule",)
-INFRA_LABELS = ("node-role.kubernetes.io/infra=true",)
+# Role labels the kubelet may not set itself: applied through the API after join (k3s_node_api_labels).
+GPU_API_LABELS = ("node-role.kubernetes.io/gpu=true",)
+INFRA_API_LABELS = ("node-role.kubernetes.io/infra=true",)
 INFRA_TAINTS = ("node-role.kubernetes.io/infra=true:NoSchedule",)
 GPU_RESOURCE = gpu_pools.GPU_RESOURCE
 # What a workload on a GPU worker selects when it has no pool (the contract's label).
@@ -127,12 +129,19 @@ def _default_labels(host, variables, member, pools):
     labels = []
     if GPU_WORKERS in member:
         labels += list(GPU_LABELS)
-    if INFRA_NODES in member:
-        labels += list(INFRA_LABELS)
     labels += [str(x) for x in _list(variables.get("gpu_cluster_node_labels"))]
     if GPU_WORKERS in member and pools:
         labels += gpu_pools.pool_node_labels(pools, host, {"gpu_cluster_node_labels": variables.get("gpu_cluster_node_labels") or []},
                                              as_list=True)
+    return labels
+
+
+def _default_api_labels(member):
+    labels = []
+    if GPU_WORKERS in member:
+        labels += list(GPU_API_LABELS)
+    if INFRA_NODES in member:
+        labels += list(INFRA_API_LABELS)
     return labels
 
 
@@ -188,6 +197,10 @@ def _node(host, variables, member, pools):
         labels = [str(x) for x in _list(variables.get("k3s_node_labels"))]
     else:
         labels = _default_labels(host, variables, member, pools)
+    if "k3s_node_api_labels" in variables:
+        labels += [str(x) for x in _list(variables.get("k3s_node_api_labels"))]
+    else:
+        labels += _default_api_labels(member)
     if "k3s_node_taints" in variables:
         taint_texts = [str(x) for x in _list(variables.get("k3s_node_taints"))]
     else:

@@ -33,6 +33,7 @@ from ansible_collections.cps.gpu_cluster.plugins.module_utils.management import 
 from ansible_collections.cps.gpu_cluster.plugins.module_utils.versions import file_problems as versions_file_problems
 from ansible_collections.cps.gpu_cluster.plugins.module_utils.versions import inventory_version_warnings
 from ansible_collections.cps.gpu_cluster.plugins.module_utils.cluster_workloads import schedule_problems
+from ansible_collections.cps.gpu_cluster.plugins.module_utils.k3s import refused_node_labels
 
 K3S_MIN_VERSION = (1, 31, 6)
 _NUM = r"(0|[1-9][0-9]*)"
@@ -802,6 +803,27 @@ def _check_host_variables(hostvars, hosts):
     return problems
 
 
+def _check_kubelet_labels(hostvars, hosts):
+    """Labels the kubelet would register with (gpu_cluster_node_labels, k3s_node_labels, node-label in
+    k3s_node_config_extra) that it may not set: it refuses to start with them (k3s.kubelet_may_set_label)."""
+    by_label = {}
+    for host in hosts:
+        variables = _vars(hostvars, host)
+        extra = variables.get("k3s_node_config_extra")
+        sources = [("gpu_cluster_node_labels", variables.get("gpu_cluster_node_labels")),
+                   ("k3s_node_labels", variables.get("k3s_node_labels")),
+                   ("k3s_node_config_extra node-label", extra.get("node-label") if isinstance(extra, dict) else None)]
+        for name, value in sources:
+            items = value if isinstance(value, list) else [value] if _is_str(value) else []
+            for label in refused_node_labels([item for item in items if _is_str(item)]):
+                by_label.setdefault((name, label), []).append(host)
+    return ["%s: %s holds %s, a label under kubernetes.io or k8s.io that the kubelet may not set on its own node "
+            "(it refuses to start: only kubernetes.io/hostname, os, arch, instance-type, topology zone/region and "
+            "keys under node.kubernetes.io or kubelet.kubernetes.io are allowed); move it to k3s_node_api_labels, "
+            "which the role sets through the API once the node has joined" % (_where(on), name, label)
+            for (name, label), on in by_label.items()]
+
+
 def _check_versions_elsewhere(hostvars, hosts):
     """Every gpu_cluster_*_version on any host is pinned (not only the known ones)."""
     problems = []
@@ -1009,6 +1031,7 @@ def inventory_problems(groups, hostvars, role_specs=None):
     problems.extend(_guarded(_check_addresses, groups, hostvars, values, network, vip))
     everyone = _unique(_group(groups, "all") + _cluster_hosts(groups) + _group(groups, PROXMOX_HOSTS)) or [h for h in hostvars if _is_str(h)]
     problems.extend(_guarded(_check_host_variables, hostvars, everyone))
+    problems.extend(_guarded(_check_kubelet_labels, hostvars, everyone))
     problems.extend(_guarded(_check_sizes, hostvars, everyone))
     problems.extend(_guarded(_check_versions_elsewhere, hostvars, everyone))
     problems.extend(_guarded(_check_role_variables, hostvars, everyone, role_specs))

@@ -344,6 +344,45 @@ def duplicate_hostnames(hostnames):
     return dict((name, sorted(hosts)) for name, hosts in seen.items() if len(hosts) > 1)
 
 
+# The labels a kubelet may set on its own Node (k8s.io/kubelet/pkg/apis/well_known_labels.go,
+# kubeletLabels and kubeletLabelNamespaces; the kubelet's --node-labels documentation): a key in the
+# kubernetes.io or k8s.io namespace (or a subdomain of them) must be one of these, or sit under
+# kubelet.kubernetes.io / node.kubernetes.io. The kubelet refuses any other such label at start-up
+# ("unknown 'kubernetes.io' or 'k8s.io' labels specified with --node-labels"), and the
+# NodeRestriction admission plugin refuses it when a kubelet patches its Node. Such labels
+# (node-role.kubernetes.io/infra) are set through the API after the node joins (k3s_node_api_labels).
+KUBELET_LABELS = frozenset((
+    "kubernetes.io/hostname", "kubernetes.io/os", "kubernetes.io/arch",
+    "beta.kubernetes.io/os", "beta.kubernetes.io/arch", "beta.kubernetes.io/instance-type",
+    "node.kubernetes.io/instance-type", "topology.kubernetes.io/zone", "topology.kubernetes.io/region",
+    "failure-domain.beta.kubernetes.io/zone", "failure-domain.beta.kubernetes.io/region",
+))
+KUBELET_LABEL_NAMESPACES = ("kubelet.kubernetes.io", "node.kubernetes.io")
+RESTRICTED_LABEL_NAMESPACES = ("kubernetes.io", "k8s.io")
+
+
+def _in_namespace(namespace, domain):
+    return namespace == domain or namespace.endswith("." + domain)
+
+
+def kubelet_may_set_label(label):
+    """Whether a kubelet may register with this label (``key`` or ``key=value``): True for keys
+    outside kubernetes.io / k8s.io, and inside them only for the kubelet's allowed set."""
+    key = str(label).partition("=")[0]
+    if key in KUBELET_LABELS:
+        return True
+    namespace = key.rpartition("/")[0]
+    if not any(_in_namespace(namespace, domain) for domain in RESTRICTED_LABEL_NAMESPACES):
+        return True
+    return any(_in_namespace(namespace, domain) for domain in KUBELET_LABEL_NAMESPACES)
+
+
+def refused_node_labels(labels):
+    """The labels of ``labels`` (``['key=value', ...]`` or a mapping) that a kubelet may not set."""
+    items = ["%s=%s" % (k, v) for k, v in labels.items()] if isinstance(labels, dict) else list(labels or [])
+    return [str(item) for item in items if not kubelet_may_set_label(item)]
+
+
 def node_config(role, node_ip, flannel_iface, *, server_url="", cluster_init=False,
                 tls_san=None, cluster_cidr="", service_cidr="", labels=None, taints=None,
                 snapshot_cron="0 */6 * * *", snapshot_retention=20, extra=None,
@@ -395,7 +434,14 @@ def node_config(role, node_ip, flannel_iface, *, server_url="", cluster_init=Fal
     if taints:
         config["node-taint"] = list(taints)
     config = k3s_hardening.merge_config(config, cis or {})
-    return k3s_hardening.merge_config(config, extra or {})
+    config = k3s_hardening.merge_config(config, extra or {})
+    node_labels = config.get("node-label") or []
+    refused = refused_node_labels(node_labels if isinstance(node_labels, list) else [node_labels])
+    if refused:
+        raise ValueError("the kubelet refuses to register with %s (a label under kubernetes.io or k8s.io outside "
+                         "its allowed set); set it through the API after the node joins (k3s_node_api_labels)"
+                         % ", ".join(refused))
+    return config
 
 
 def label_dict(labels):

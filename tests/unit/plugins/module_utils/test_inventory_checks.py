@@ -841,3 +841,27 @@ def test_role_variables_valid_or_absent_pass():
     set_all(hostvars, "k3s_node_ready_timeout", 900)
     hostvars["pve1"]["vfio_passthrough_reboot"] = False
     assert ic.inventory_problems(groups, hostvars, role_specs=SPECS) == []
+
+
+@pytest.mark.parametrize("name, value, shown", [
+    ("gpu_cluster_node_labels", ["team=ml", "node-role.kubernetes.io/infra=true"], "node-role.kubernetes.io/infra=true"),
+    ("k3s_node_labels", ["gpu=true", "node-role.kubernetes.io/gpu=true"], "node-role.kubernetes.io/gpu=true"),
+    ("k3s_node_config_extra", {"node-label": ["kubernetes.io/role=gpu"]}, "kubernetes.io/role=gpu"),
+])
+def test_labels_the_kubelet_refuses_are_refused_before_any_host_is_touched(name, value, shown):
+    def change(_groups, hostvars):
+        hostvars["wk-gpu2"][name] = value
+    message = one(problems_after(change), shown)
+    assert message.startswith("wk-gpu2: ") and "k3s_node_api_labels" in message
+
+
+def test_role_labels_through_the_api_are_accepted_and_in_the_model():
+    from ansible_collections.cps.gpu_cluster.plugins.module_utils import cluster_model
+
+    groups, hostvars = homelab()
+    hostvars["wk-gpu1"]["k3s_node_api_labels"] = ["node-role.kubernetes.io/gpu=true", "node-role.kubernetes.io/ml=true"]
+    assert ic.inventory_problems(groups, hostvars) == []
+    nodes = cluster_model.by_name(cluster_model.build(groups, hostvars))
+    assert nodes["wk-gpu1"]["labels"]["node-role.kubernetes.io/ml"] == "true"
+    assert nodes["wk-gpu2"]["labels"]["node-role.kubernetes.io/gpu"] == "true"  # the default
+    assert "node-role.kubernetes.io/gpu" not in nodes["cp1"]["labels"]

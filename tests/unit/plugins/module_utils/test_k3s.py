@@ -396,3 +396,35 @@ def test_restore_resumed_after_an_interruption_does_not_reset_again():
     probes["cp3"]["joined"] = "older"
     plan = _restore(probes)
     assert plan["restore_server"] == "cp1" and plan["stop"] == ["cp1", "cp2", "cp3"]
+
+
+# --- the kubelet's label restrictions (k8s.io/kubelet/pkg/apis/well_known_labels.go) -------------
+
+@pytest.mark.parametrize("label, allowed", [
+    ("gpu=true", True),
+    ("nvidia.com/gpu.product=A100", True),
+    ("kubernetes.io/hostname=wk-gpu1", True),
+    ("topology.kubernetes.io/zone=rack1", True),
+    ("node.kubernetes.io/instance-type=big", True),
+    ("team.node.kubernetes.io/owner=ml", True),
+    ("kubelet.kubernetes.io/anything=x", True),
+    ("node-role.kubernetes.io/infra=true", False),
+    ("node-role.kubernetes.io/gpu=true", False),
+    ("node-restriction.kubernetes.io/pool=a", False),
+    ("kubernetes.io/role=gpu", False),
+    ("example.k8s.io/x=y", False),
+    ("k8s.io/x=y", False),
+    ("notkubernetes.io/x=y", True),
+])
+def test_kubelet_label_restrictions(label, allowed):
+    assert k3s.kubelet_may_set_label(label) is allowed
+    assert k3s.refused_node_labels([label]) == ([] if allowed else [label])
+
+
+def test_node_config_refuses_labels_the_kubelet_refuses_from_any_layer():
+    with pytest.raises(ValueError, match="node-role.kubernetes.io/infra=true.*k3s_node_api_labels"):
+        k3s.node_config("agent", "10.0.0.31", "eth0", server_url="https://10.0.0.10:6443",
+                        labels=["node-role.kubernetes.io/infra=true"])
+    with pytest.raises(ValueError, match="node-role.kubernetes.io/gpu=true"):
+        k3s.node_config("agent", "10.0.0.31", "eth0", server_url="https://10.0.0.10:6443",
+                        labels=["gpu=true"], extra={"node-label": ["node-role.kubernetes.io/gpu=true"]})
