@@ -1,6 +1,7 @@
 """Day-2 refusals and recoveries after the reset, with ansible-playbook against these containers
-(the stand-in releases v1.33.5+k3s1 and v1.34.1+k3s1 are served on each container's loopback;
-the stand-in binary logs its calls to /var/log/k3s-standin.log). Ordered: each test starts from
+(stand-in releases of the pinned k3s and of the minor before it are served on each container's
+loopback; the stand-in binary checks each config as k3s does and logs its calls to
+/var/log/k3s-standin.log). Ordered: each test starts from
 the state the one before left.
 
 - a fresh install after the reset;
@@ -29,7 +30,11 @@ INVENTORY = str(Path(os.environ["MOLECULE_INVENTORY_FILE"]).parent) if os.enviro
 SERVERS = ["k3s_reset-cp1", "k3s_reset-cp2", "k3s_reset-cp3"]
 AGENT = "k3s_reset-agent1"
 ALL = [*SERVERS, AGENT]
-OLD, NEW = "v1.33.5+k3s1", "v1.34.1+k3s1"
+# The stand-in releases follow versions.yml (molecule.yml derives the same): the pin, and the minor before it.
+PIN = yaml.safe_load((REPO / "versions.yml").read_text())["k3s_version"]
+MINOR = int(PIN.split(".")[1])
+OLD, NEW = f"v1.{MINOR - 1}.2+k3s1", PIN
+DOWNGRADE, NEWER_PATCH, SKIPS_A_MINOR = f"v1.{MINOR - 2}.9+k3s1", f"v1.{MINOR - 1}.3+k3s1", f"v1.{MINOR + 1}.0+k3s1"
 FULL = "K10" + f"{48879:064x}" + "::server:{secret}"
 
 pytestmark = pytest.mark.skipif(not INVENTORY, reason="SKIPPED day-2: run through molecule (MOLECULE_INVENTORY_FILE)")
@@ -83,18 +88,18 @@ PREREQ = "TASK [cps.gpu_cluster.k3s_prereq : "
 
 
 def test_downgrade_refused_through_site_yml():
-    rc, out = playbook("site.yml", "--tags", "k3s", gpu_cluster_k3s_version="v1.32.9+k3s1")
+    rc, out = playbook("site.yml", "--tags", "k3s", gpu_cluster_k3s_version=DOWNGRADE)
     assert rc != 0
-    assert "does not support downgrades" in out and "Set gpu_cluster_k3s_version to v1.33.5+k3s1 or newer" in out
+    assert "does not support downgrades" in out and f"Set gpu_cluster_k3s_version to {OLD} or newer" in out
     assert "k3s_install_allow_downgrade" in out
     assert PREREQ not in out  # refused before anything changes on any node
     assert all(version(h) == OLD for h in ALL)
 
 
 def test_skipped_minor_refused():
-    rc, out = playbook("k3s.yml", gpu_cluster_k3s_version="v1.35.0+k3s1")
+    rc, out = playbook("k3s.yml", gpu_cluster_k3s_version=SKIPS_A_MINOR)
     assert rc != 0
-    assert "skips minor versions" in out and "one minor at a time" in out and "v1.34.x" in out
+    assert "skips minor versions" in out and "one minor at a time" in out and f"v1.{MINOR}.x" in out
     assert PREREQ not in out
     assert all(version(h) == OLD for h in ALL)
 
@@ -103,14 +108,14 @@ def test_add_node_refuses_a_downgrade_and_an_agent_newer_than_the_servers():
     unit = "/etc/systemd/system/k3s-agent.service"
     sh(AGENT, f"mv {unit} {unit}.day2")  # the agent looks new: add_node.yml would join it
     try:
-        rc, out = playbook("add_node.yml", gpu_cluster_k3s_version="v1.32.9+k3s1")
+        rc, out = playbook("add_node.yml", gpu_cluster_k3s_version=DOWNGRADE)
         assert rc != 0
-        assert "does not support downgrades" in out and "Set gpu_cluster_k3s_version to v1.33.5+k3s1 or newer" in out
+        assert "does not support downgrades" in out and f"Set gpu_cluster_k3s_version to {OLD} or newer" in out
         assert PREREQ not in out
-        rc, out = playbook("add_node.yml", gpu_cluster_k3s_version="v1.33.6+k3s1")
+        rc, out = playbook("add_node.yml", gpu_cluster_k3s_version=NEWER_PATCH)
         assert rc != 0
-        assert "the servers run k3s v1.33.5+k3s1 and gpu_cluster_k3s_version is v1.33.6+k3s1" in out
-        assert "Run playbooks/upgrade.yml first, or set gpu_cluster_k3s_version to v1.33.5+k3s1" in out
+        assert f"the servers run k3s {OLD} and gpu_cluster_k3s_version is {NEWER_PATCH}" in out
+        assert f"Run playbooks/upgrade.yml first, or set gpu_cluster_k3s_version to {OLD}" in out
         assert PREREQ not in out
         # the servers limited out: their version cannot be compared, so nothing joins
         rc, out = playbook("add_node.yml", "--limit", f"{AGENT},localhost")
@@ -158,7 +163,7 @@ def test_snapshot_failure_stops_the_upgrade_before_any_drain():
     assert rc != 0
     assert "etcd snapshot" in out and "no node was drained or upgraded" in out
     calls = "".join(sh(h, "cat /var/log/k3s-standin.log 2>/dev/null || true") for h in ALL)
-    assert "etcd-snapshot save --name pre-upgrade-v1.34.1-k3s1" in calls
+    assert f"etcd-snapshot save --name pre-upgrade-{NEW.replace('+', '-')}" in calls
     assert "drain" not in calls
     assert all(version(h) == OLD for h in ALL)
     # the same upgrade once the snapshot works: every node drained, upgraded, uncordoned
