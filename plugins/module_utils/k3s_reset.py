@@ -143,3 +143,52 @@ def remove_tree(path, mount_points, dry_run=False):
             os.rmdir(path)
         removed.append(path)
     return removed, kept
+
+
+# The directory local-path-provisioner (k3s's bundled local-storage) creates for a volume:
+# <pv name>_<namespace>_<claim name> (its provisioner.go: fmt.Sprintf("%s_%s_%s", ...)), under
+# its node path, /var/lib/rancher/k3s/storage by default on k3s.
+_LOCAL_PATH_DIR = re.compile(r"^(pvc-[0-9a-f-]+)_([a-z0-9]([-a-z0-9]*[a-z0-9])?)_(.+)$")
+
+
+def _holds_files(path, mount_points):
+    """True when the tree at `path` holds a file (not only directories), without entering mounts."""
+    for root, dirs, files in os.walk(path):
+        dirs[:] = [d for d in dirs if os.path.join(root, d) not in mount_points]
+        if files:
+            return True
+    return False
+
+
+def local_volumes(dirs, mount_points):
+    """The local-path volumes whose data would be deleted with the k3s trees: every directory
+    under `dirs` named as local-path-provisioner names a volume, holding at least one file and not
+    a mount point (a mounted volume is unmounted and never entered). One dict each:
+    {pv, namespace, claim, path}, sorted by path."""
+    mount_points = set(os.path.normpath(m) for m in mount_points)
+    found = []
+    for base in dirs:
+        try:
+            names = sorted(os.listdir(base))
+        except OSError:
+            continue  # no such directory: nothing to lose
+        for name in names:
+            path = os.path.join(base, name)
+            if path in mount_points or not os.path.isdir(path) or os.path.islink(path):
+                continue
+            match = _LOCAL_PATH_DIR.match(name)
+            if not match or not _holds_files(path, mount_points):
+                continue
+            found.append({"pv": match.group(1), "namespace": match.group(2), "claim": match.group(4), "path": path})
+    return found
+
+
+def local_volumes_message(volumes, node):
+    """Why a reset or removal of `node` is refused (``''`` when nothing would be lost)."""
+    if not volumes:
+        return ""
+    names = ", ".join("%s (claim %s/%s, %s)" % (v["pv"], v["namespace"], v["claim"], v["path"]) for v in volumes)
+    return ("%s holds the data of local-path PersistentVolumes that removing k3s would delete: %s. Nothing was "
+            "changed. Move the data off the node (or delete the claims) and re-run, or set "
+            "k3s_node_delete_local_volumes=true to delete it (docs/k3s.md, Local volumes)." % (node, names))
+

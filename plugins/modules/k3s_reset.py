@@ -37,6 +37,19 @@ options:
     description: Detach a mount that a plain C(umount) cannot remove (C(umount -l)) instead of failing.
     type: bool
     default: true
+  local_volume_dirs:
+    description:
+      - Directories where local-path-provisioner keeps volume data on this node. Before anything is
+        killed, unmounted or removed, the module fails, naming every PersistentVolume (RV(local_volumes))
+        whose directory there (C(<pv>_<namespace>_<claim>)) holds a file and is not a mount point.
+      - Empty skips the check (the data is deleted with the trees).
+    type: list
+    elements: path
+    default: []
+  node_name:
+    description: The node's name in the refusal message.
+    type: str
+    default: this node
 notes:
   - Supports check mode (reports what would be killed, unmounted and removed).
 attributes:
@@ -56,6 +69,12 @@ EXAMPLES = r"""
 - name: Remove k3s's data, never what is mounted into it
   cps.gpu_cluster.k3s_reset:
     paths: [/var/lib/kubelet, /var/lib/rancher/k3s, /run/k3s]
+
+- name: Refuse (in check mode, before anything stops) when local-path volumes hold data here
+  cps.gpu_cluster.k3s_reset:
+    local_volume_dirs: [/var/lib/rancher/k3s/storage]
+    node_name: wk-gpu1
+  check_mode: true
 """
 
 RETURN = r"""
@@ -89,6 +108,13 @@ kept:
   type: list
   elements: str
   sample: []
+local_volumes:
+  description: The local-path volumes found under O(local_volume_dirs) that would have been deleted (the module then failed).
+  returned: always
+  type: list
+  elements: dict
+  sample: [{pv: pvc-3f1c2a9e-0d5b-4f1e-9a43-7c2b1e6d5a10, namespace: ml, claim: scratch,
+            path: /var/lib/rancher/k3s/storage/pvc-3f1c2a9e-0d5b-4f1e-9a43-7c2b1e6d5a10_ml_scratch}]
 """
 
 import os
@@ -97,7 +123,7 @@ import signal
 from ansible.module_utils.basic import AnsibleModule
 
 from ansible_collections.cps.gpu_cluster.plugins.module_utils.k3s_reset import (
-    descendants, mounts_under, parse_mountinfo, remove_tree, shim_pids)
+    descendants, local_volumes, local_volumes_message, mounts_under, parse_mountinfo, remove_tree, shim_pids)
 
 MOUNTINFO = "/proc/self/mountinfo"
 
@@ -130,11 +156,19 @@ def main():
             paths=dict(type="list", elements="path", default=["/var/lib/kubelet", "/var/lib/rancher/k3s", "/run/k3s"]),
             kill_shims=dict(type="bool", default=True),
             lazy_unmount=dict(type="bool", default=True),
+            local_volume_dirs=dict(type="list", elements="path", default=[]),
+            node_name=dict(type="str", default="this node"),
         ),
         supports_check_mode=True,
     )
     paths = [os.path.normpath(p) for p in module.params["paths"]]
-    result = dict(changed=False, killed=[], unmounted=[], lazy_unmounted=[], removed=[], kept=[])
+    result = dict(changed=False, killed=[], unmounted=[], lazy_unmounted=[], removed=[], kept=[], local_volumes=[])
+
+    volumes = local_volumes([os.path.normpath(d) for d in module.params["local_volume_dirs"]],
+                            [m["mount_point"] for m in read_mounts()])
+    if volumes:
+        result["local_volumes"] = volumes
+        module.fail_json(msg=local_volumes_message(volumes, module.params["node_name"]), **result)
 
     if module.params["kill_shims"]:
         argvs, parents = read_processes()

@@ -83,6 +83,33 @@ def test_fresh_install_after_the_reset():
     assert all(version(h) == OLD for h in ALL)
 
 
+LOCAL_PV = "pvc-5e7d1c2b-8a3f-4b6e-9d10-2f4a6c8e0b13"
+LOCAL_DIR = f"/var/lib/rancher/k3s/storage/{LOCAL_PV}_ml_scratch"
+
+
+def test_remove_and_reset_refuse_a_node_holding_local_path_volume_data():
+    """A local-path volume's directory (not a mount) holding data on the agent: remove_node.yml
+    refuses before the drain and reset.yml before any node is touched, naming the PersistentVolume."""
+    sh(AGENT, f"mkdir -p {LOCAL_DIR} && echo weights > {LOCAL_DIR}/model.bin")
+    for host in ALL:
+        sh(host, "rm -f /var/log/k3s-standin.log")
+    try:
+        rc, out = playbook("remove_node.yml", remove_node=AGENT)
+        assert rc != 0
+        assert f"{node_name(AGENT)} holds the data of local-path PersistentVolumes" in out
+        assert f"{LOCAL_PV} (claim ml/scratch, {LOCAL_DIR})" in out and "k3s_node_delete_local_volumes=true" in out
+        calls = "".join(sh(h, "cat /var/log/k3s-standin.log 2>/dev/null || true") for h in ALL)
+        assert "drain" not in calls and "delete node" not in calls
+        rc, out = playbook("reset.yml")
+        assert rc != 0 and f"{LOCAL_PV} (claim ml/scratch" in out
+        assert "Uninstall k3s from this node" not in out
+        for host in ALL:  # nothing was uninstalled anywhere
+            assert version(host) == OLD
+        assert sh(AGENT, f"cat {LOCAL_DIR}/model.bin").strip() == "weights"
+    finally:
+        sh(AGENT, f"rm -rf {LOCAL_DIR}")
+
+
 # A task of the prerequisites role in the output: the run went past the version gate.
 PREREQ = "TASK [cps.gpu_cluster.k3s_prereq : "
 
