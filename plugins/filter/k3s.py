@@ -89,7 +89,8 @@ def _version_problem(current, wanted, allow_downgrade=False, allow_skip_minor=Fa
 class FilterModule(object):
     """k3s_node_config, k3s_iface_for_ip, k3s_sha256_for, k3s_is_downgrade, k3s_version_from_output,
     k3s_binary_name, k3s_release_arch, k3s_token_problem, k3s_duplicate_hostnames, k3s_taints,
-    k3s_version_problem, k3s_join_version_problem, k3s_current_version, k3s_bootstrap_plan, k3s_restore_plan."""
+    k3s_version_problem, k3s_join_version_problem, k3s_current_version, k3s_bootstrap_plan, k3s_restore_plan,
+    k3s_identity_plan."""
 
     def filters(self):
         return {
@@ -109,4 +110,5 @@ class FilterModule(object):
             "k3s_current_version": _wrap(k3s.current_version),
             "k3s_bootstrap_plan": _wrap(_bootstrap_plan),
             "k3s_restore_plan": _wrap(_restore_plan),
+            "k3s_identity_plan": _wrap(k3s.identity_plan),
         }

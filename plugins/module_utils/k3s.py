@@ -468,3 +468,48 @@ def taint_dicts(taints):
             taint["value"] = value
         result.append(taint)
     return result
+
+
+# The cluster's identity: a random id the first converge writes on every server
+# (IDENTITY_FILE, with the etcd data it names) and in the inventory's state directory. Day-2
+# playbooks compare them, so the inventory of one cluster is never run against another.
+IDENTITY_FILE = "/var/lib/rancher/k3s/server/cluster-id"
+_IDENTITY = re.compile(r"^[0-9a-f]{32}$")
+
+
+def identity_plan(recorded, on_servers, record_file=""):
+    """Decide the cluster's identity from the state directory's record and the servers' files.
+
+    ``recorded`` is the state directory's id ('' when none), ``on_servers`` maps each server that
+    answered to its id ('' when it has none). Returns ``{problem, identity, write_servers,
+    write_record}``: ``problem`` names both identities when they differ (servers among themselves,
+    or the servers and the record); else ``identity`` is the record, or the servers' id, or a new
+    one, and ``write_servers`` the servers that lack it, ``write_record`` whether the state
+    directory lacks it."""
+    recorded = str(recorded or "").strip()
+    found = dict((host, str(value or "").strip()) for host, value in sorted((on_servers or {}).items()))
+    bad = sorted(h for h, v in found.items() if v and not _IDENTITY.match(v))
+    if recorded and not _IDENTITY.match(recorded):
+        bad.append("the record %s" % (record_file or "in the state directory"))
+    if bad:
+        return {"problem": "the cluster identity of %s is not a 32-digit hex id; restore the file or remove it "
+                           "(a missing one is written again); nothing was changed" % ", ".join(bad),
+                "identity": "", "write_servers": [], "write_record": False}
+    ids = sorted(set(v for v in found.values() if v))
+    if len(ids) > 1:
+        holders = "; ".join("%s on %s" % (i, ", ".join(h for h, v in found.items() if v == i)) for i in ids)
+        return {"problem": "the servers of this inventory belong to different clusters (%s): they are not one "
+                           "cluster's servers; fix k3s_servers, nothing was changed" % holders,
+                "identity": "", "write_servers": [], "write_record": False}
+    if recorded and ids and ids[0] != recorded:
+        holders = ", ".join(h for h, v in found.items() if v)
+        return {"problem": "wrong inventory: its state directory (%s) records cluster %s, but %s belong(s) to "
+                           "cluster %s. Nothing was changed. Use the inventory (and gpu_cluster_state_dir) of "
+                           "that cluster, or, if these servers really are this inventory's cluster, remove the "
+                           "record and re-run" % (record_file or "gpu_cluster_state_dir", recorded, holders, ids[0]),
+                "identity": "", "write_servers": [], "write_record": False}
+    identity = recorded or (ids[0] if ids else secrets.token_hex(16))
+    return {"problem": "", "identity": identity,
+            "write_servers": [h for h, v in found.items() if not v],
+            "write_record": not recorded}
+

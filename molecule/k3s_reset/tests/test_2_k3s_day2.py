@@ -83,6 +83,28 @@ def test_fresh_install_after_the_reset():
     assert all(version(h) == OLD for h in ALL)
 
 
+def test_the_cluster_identity_is_recorded_and_another_clusters_inventory_refused():
+    """k3s.yml wrote one identity on every server and in the state directory; the inventory of
+    another cluster (its state directory records another identity) is refused by the day-2
+    playbooks before anything changes, naming both identities."""
+    record = Path(os.environ["MOLECULE_EPHEMERAL_DIRECTORY"]) / "state" / "cluster-id"
+    identity = record.read_text().strip()
+    assert len(identity) == 32
+    assert {sh(h, "cat /var/lib/rancher/k3s/server/cluster-id").strip() for h in SERVERS} == {identity}
+    other = "0123456789abcdef" * 2
+    record.write_text(other + "\n")
+    try:
+        for name, extra in (("upgrade.yml", {"gpu_cluster_k3s_version": NEW}), ("add_node.yml", {}),
+                            ("remove_node.yml", {"remove_node": AGENT}), ("reset.yml", {}),
+                            ("etcd_snapshot.yml", {"k3s_snapshot_action": "restore", "k3s_snapshot_name": "x"})):
+            rc, out = playbook(name, **extra)
+            assert rc != 0, name
+            assert f"records cluster {other}, but k3s_reset-cp1, k3s_reset-cp2, k3s_reset-cp3 belong(s) to cluster {identity}" in out, name
+        assert all(version(h) == OLD for h in ALL)
+    finally:
+        record.write_text(identity + "\n")
+
+
 LOCAL_PV = "pvc-5e7d1c2b-8a3f-4b6e-9d10-2f4a6c8e0b13"
 LOCAL_DIR = f"/var/lib/rancher/k3s/storage/{LOCAL_PV}_ml_scratch"
 

@@ -428,3 +428,40 @@ def test_node_config_refuses_labels_the_kubelet_refuses_from_any_layer():
     with pytest.raises(ValueError, match="node-role.kubernetes.io/gpu=true"):
         k3s.node_config("agent", "10.0.0.31", "eth0", server_url="https://10.0.0.10:6443",
                         labels=["gpu=true"], extra={"node-label": ["node-role.kubernetes.io/gpu=true"]})
+
+
+# --- the cluster's identity (the wrong inventory is refused) ---------------------------------------
+
+A, B = "a" * 32, "b" * 32
+
+
+def test_identity_first_converge_makes_one_and_writes_it_everywhere():
+    plan = k3s.identity_plan("", {"cp1": "", "cp2": ""})
+    assert plan["problem"] == "" and len(plan["identity"]) == 32
+    assert plan["write_servers"] == ["cp1", "cp2"] and plan["write_record"] is True
+    assert k3s.identity_plan("", {"cp1": ""})["identity"] != plan["identity"]
+
+
+@pytest.mark.parametrize("recorded, servers, identity, write_servers, write_record", [
+    (A, {"cp1": A, "cp2": A}, A, [], False),                 # day 2
+    ("", {"cp1": A, "cp2": ""}, A, ["cp2"], True),           # record lost, rebuilt cp2
+    (A, {"cp1": "", "cp2": ""}, A, ["cp1", "cp2"], False),   # every server rebuilt (restore from S3)
+    (A + "\n", {"cp1": A + "\n"}, A, [], False),
+])
+def test_identity_kept(recorded, servers, identity, write_servers, write_record):
+    plan = k3s.identity_plan(recorded, servers)
+    assert plan == {"problem": "", "identity": identity, "write_servers": write_servers, "write_record": write_record}
+
+
+def test_identity_of_another_cluster_is_refused_naming_both():
+    plan = k3s.identity_plan(A, {"cp1": B, "cp2": B, "cp3": ""}, "/srv/homelab/.gpu-cluster/cluster-id")
+    assert plan["identity"] == "" and plan["write_servers"] == []
+    assert plan["problem"].startswith("wrong inventory: its state directory (/srv/homelab/.gpu-cluster/cluster-id) "
+                                      f"records cluster {A}, but cp1, cp2 belong(s) to cluster {B}")
+    assert "Nothing was changed" in plan["problem"]
+
+
+def test_identity_servers_of_two_clusters_and_damaged_files_are_refused():
+    assert f"{A} on cp1; {B} on cp2" in k3s.identity_plan("", {"cp1": A, "cp2": B})["problem"]
+    assert "cp1" in k3s.identity_plan("", {"cp1": "garbage"})["problem"]
+    assert "the record" in k3s.identity_plan("x", {"cp1": A})["problem"]
