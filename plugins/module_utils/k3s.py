@@ -512,4 +512,3 @@ def identity_plan(recorded, on_servers, record_file=""):
     return {"problem": "", "identity": identity,
             "write_servers": [h for h, v in found.items() if not v],
             "write_record": not recorded}
-

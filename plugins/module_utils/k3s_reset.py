@@ -191,4 +191,3 @@ def local_volumes_message(volumes, node):
     return ("%s holds the data of local-path PersistentVolumes that removing k3s would delete: %s. Nothing was "
             "changed. Move the data off the node (or delete the claims) and re-run, or set "
             "k3s_node_delete_local_volumes=true to delete it (docs/k3s.md, Local volumes)." % (node, names))
-

@@ -122,4 +122,3 @@ def test_the_stand_in_claims_only_versions_whose_keys_it_knows(tmp_path):
     version = subprocess.run([sys.executable, str(standin(tmp_path)), "--version"], capture_output=True, text=True,
                              env=dict(os.environ, K3S_STANDIN_LOG=str(tmp_path / "calls.log")), check=True)
     assert version.stdout.split()[2] == PIN
-

@@ -106,7 +106,7 @@ def test_the_unit_starts_under_the_strict_stand_in(host):
     started = host.run(f"systemctl start {name}")
     try:
         states = []
-        for _ in range(6):
+        for _attempt in range(6):
             time.sleep(1)
             states.append(host.run(f"systemctl is-active {name}").stdout.strip())
         journal = host.run(f"journalctl -u {name} --no-pager -n 20").stdout

@@ -94,9 +94,10 @@ def test_the_cluster_identity_is_recorded_and_another_clusters_inventory_refused
     other = "0123456789abcdef" * 2
     record.write_text(other + "\n")
     try:
-        for name, extra in (("upgrade.yml", {"gpu_cluster_k3s_version": NEW}), ("add_node.yml", {}),
-                            ("remove_node.yml", {"remove_node": AGENT}), ("reset.yml", {}),
-                            ("etcd_snapshot.yml", {"k3s_snapshot_action": "restore", "k3s_snapshot_name": "x"})):
+        restore = {"k3s_snapshot_action": "restore", "k3s_snapshot_name": "x", "k3s_snapshot_restore_confirm": True}
+        runs = (("upgrade.yml", {"gpu_cluster_k3s_version": NEW}), ("add_node.yml", {}),
+                ("remove_node.yml", {"remove_node": AGENT}), ("reset.yml", {}), ("etcd_snapshot.yml", restore))
+        for name, extra in runs:
             rc, out = playbook(name, **extra)
             assert rc != 0, name
             assert f"records cluster {other}, but k3s_reset-cp1, k3s_reset-cp2, k3s_reset-cp3 belong(s) to cluster {identity}" in out, name
