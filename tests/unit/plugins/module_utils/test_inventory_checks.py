@@ -8,7 +8,7 @@ from pathlib import Path
 
 import pytest
 import yaml
-from ansible_collections.cps.gpu_cluster.plugins.module_utils import components
+from ansible_collections.cps.gpu_cluster.plugins.module_utils import cluster_model, components
 from ansible_collections.cps.gpu_cluster.plugins.module_utils import inventory_checks as ic
 
 CLUSTER_VARS = {
@@ -856,8 +856,6 @@ def test_labels_the_kubelet_refuses_are_refused_before_any_host_is_touched(name,
 
 
 def test_role_labels_through_the_api_are_accepted_and_in_the_model():
-    from ansible_collections.cps.gpu_cluster.plugins.module_utils import cluster_model
-
     groups, hostvars = homelab()
     hostvars["wk-gpu1"]["k3s_node_api_labels"] = ["node-role.kubernetes.io/gpu=true", "node-role.kubernetes.io/ml=true"]
     assert ic.inventory_problems(groups, hostvars) == []

@@ -422,10 +422,10 @@ def test_kubelet_label_restrictions(label, allowed):
 
 
 def test_node_config_refuses_labels_the_kubelet_refuses_from_any_layer():
-    with pytest.raises(ValueError, match="node-role.kubernetes.io/infra=true.*k3s_node_api_labels"):
+    with pytest.raises(ValueError, match=r"node-role\.kubernetes\.io/infra=true.*k3s_node_api_labels"):
         k3s.node_config("agent", "10.0.0.31", "eth0", server_url="https://10.0.0.10:6443",
                         labels=["node-role.kubernetes.io/infra=true"])
-    with pytest.raises(ValueError, match="node-role.kubernetes.io/gpu=true"):
+    with pytest.raises(ValueError, match=r"node-role\.kubernetes\.io/gpu=true"):
         k3s.node_config("agent", "10.0.0.31", "eth0", server_url="https://10.0.0.10:6443",
                         labels=["gpu=true"], extra={"node-label": ["node-role.kubernetes.io/gpu=true"]})
 
