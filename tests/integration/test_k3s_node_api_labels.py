@@ -19,6 +19,7 @@ from pathlib import Path
 
 import pytest
 import yaml
+from test_preflight import merge_patch
 
 REPO = Path(__file__).resolve().parents[2]
 NODE = json.loads((REPO / "tests" / "fixtures" / "k8s-node" / "node__tesla-t4-x2__gpu-operator.json").read_text())
@@ -26,19 +27,6 @@ ANSIBLE_PLAYBOOK = shutil.which("ansible-playbook") or str(REPO / ".venv" / "bin
 RESOURCES = {"kind": "APIResourceList", "apiVersion": "v1", "groupVersion": "v1", "resources": [
     {"name": "nodes", "singularName": "node", "namespaced": False, "kind": "Node",
      "verbs": ["get", "list", "patch", "update", "watch"], "shortNames": ["no"]}]}
-
-
-def merge(target, patch):
-    """RFC 7386 JSON merge patch (what the API server applies for metadata.labels)."""
-    if not isinstance(patch, dict):
-        return copy.deepcopy(patch)
-    result = dict(target) if isinstance(target, dict) else {}
-    for key, value in patch.items():
-        if value is None:
-            result.pop(key, None)
-        else:
-            result[key] = merge(result.get(key), value)
-    return result
 
 
 class StandInAPI:
@@ -85,7 +73,7 @@ class StandInAPI:
                 api.patches.append({"name": name, "type": self.headers.get("Content-Type"), "body": body})
                 if name not in api.nodes:
                     return self.reply(404, {"kind": "Status", "apiVersion": "v1", "code": 404, "reason": "NotFound"})
-                api.nodes[name] = merge(api.nodes[name], body)
+                api.nodes[name] = merge_patch(api.nodes[name], body)
                 return self.reply(200, api.nodes[name])
 
         self.server = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
