@@ -27,9 +27,13 @@ def _cis_config(role, settings):
     return k3s_hardening.cis_config(role, **settings)
 
 
-def _admission_config(exempt_namespaces, level="restricted"):
-    """The Pod Security AdmissionConfiguration with ``exempt_namespaces`` (kube-system always)."""
-    return k3s_hardening.pod_security_admission_config(level, exempt_namespaces)
+def _admission_config(exempt_namespaces, level="restricted", limited_resources=None, pod_security=True):
+    """The AdmissionConfiguration: Pod Security with ``exempt_namespaces`` (kube-system always) unless
+    ``pod_security`` is false, and the ResourceQuota plugin's ``limitedResources`` when
+    ``limited_resources`` (the reserved GPU pools' resource names) is not empty."""
+    if not pod_security:
+        return k3s_hardening.admission_config(limited_resources)
+    return k3s_hardening.pod_security_admission_config(level, exempt_namespaces, limited_resources=limited_resources)
 
 
 class FilterModule(object):

@@ -16,7 +16,7 @@ Building the model is linear in the number of hosts.
 from __future__ import (absolute_import, division, print_function)
 __metaclass__ = type
 
-from ansible_collections.cps.gpu_cluster.plugins.module_utils import gpu_pools
+from ansible_collections.cps.gpu_cluster.plugins.module_utils import gpu_pools, node_vars
 
 SERVERS = "k3s_servers"
 AGENTS = "k3s_agents"
@@ -46,32 +46,11 @@ DEFAULT_PODS = 110
 HARD_EFFECTS = ("NoSchedule", "NoExecute")
 
 
-def as_int(value, default=0):
-    """The one converter of a count read from the inventory: an int (not a bool), or a string of
-    decimal digits (a value templated from an extra var); anything else is ``default``."""
-    if isinstance(value, bool):
-        return default
-    if isinstance(value, int):
-        return value
-    if isinstance(value, str) and value.strip().isdigit():
-        return int(value.strip())
-    return default
-
-
-def node_name(host, variables=None):
-    """The Kubernetes node name of an inventory host: ``gpu_cluster_node_name``, else the host."""
-    name = (variables or {}).get("gpu_cluster_node_name")
-    return name if isinstance(name, str) and name else host
-
-
-def node_address(variables=None):
-    """The node IP: ``gpu_cluster_node_ip``, else ``ansible_host`` ('' when neither is set)."""
-    variables = variables or {}
-    for key in ("gpu_cluster_node_ip", "ansible_host"):
-        value = variables.get(key)
-        if isinstance(value, str) and value:
-            return value
-    return ""
+# The readers of a host's variables (module_utils/node_vars.py), part of the model's interface.
+as_int = node_vars.as_int
+is_int = node_vars.is_int
+node_name = node_vars.node_name
+node_address = node_vars.node_address
 
 
 def label_dict(labels):
@@ -192,7 +171,7 @@ def _gpu_resources(host, variables, pools, count):
 def _node(host, variables, member, pools):
     name = node_name(host, variables)
     role = "server" if SERVERS in member else "agent"
-    count = as_int(variables.get("gpu_cluster_gpu_count")) if GPU_WORKERS in member else 0
+    count = node_vars.gpu_count(variables) if GPU_WORKERS in member else 0
     if "k3s_node_labels" in variables:
         labels = [str(x) for x in _list(variables.get("k3s_node_labels"))]
     else:
@@ -223,7 +202,7 @@ def _node(host, variables, member, pools):
     if memory_mb > 0:
         allocatable["memory"] = max(memory_mb * 1024 * 1024 - EVICTION_MEMORY, 0)  # bytes
     allocatable.update(gpu)
-    model = variables.get("gpu_cluster_gpu_model")
+    model = node_vars.gpu_model(variables)
     return {
         "name": name,
         "host": host,
@@ -233,7 +212,7 @@ def _node(host, variables, member, pools):
         "vcpus": cores,
         "memory_mb": memory_mb,
         "gpu_count": count,
-        "gpu_model": model if isinstance(model, str) and count > 0 else "",
+        "gpu_model": model if count > 0 else "",
         "gpu_pci_mappings": [str(x) for x in _list(variables.get("gpu_cluster_gpu_pci_mappings"))],
         "pool": pool,
         "labels": label_map,
@@ -244,7 +223,8 @@ def _node(host, variables, member, pools):
 
 
 def build(groups, hostvars):
-    """The model of the cluster: ``{nodes: [node, ...], pools: [...]}``, one node per host of
+    """The model of the cluster: ``{nodes: [node, ...], pools: [...], limited: [resource, ...]}``
+    (``limited``: :func:`limited_resources`), one node per host of
     ``k3s_servers`` and ``k3s_agents`` (servers first, inventory order), each as :func:`_node` makes
     it. ``hostvars`` maps host -> its variables (inventory values; role defaults are not there)."""
     groups = groups if isinstance(groups, dict) else {}
@@ -259,7 +239,19 @@ def build(groups, hostvars):
                 seen.add(host)
                 order.append(host)
     nodes = [_node(host, hostvars.get(host) or {}, member.get(host, []), pools) for host in order]
-    return {"nodes": nodes, "pools": pools}
+    return {"nodes": nodes, "pools": pools, "limited": limited_resources(nodes, pools)}
+
+
+def limited_resources(nodes, pools):
+    """The GPU resource names of the pools reserved for some namespaces (``namespaces``), sorted:
+    the API server's ResourceQuota admission limits them (``limitedResources``) to the namespaces
+    whose quota grants them, so a namespace created later cannot take them either."""
+    reserved = set(pool["name"] for pool in pools or [] if pool.get("namespaces"))
+    names = set()
+    for node in nodes or []:
+        if node["pool"] in reserved:
+            names.update(name for name in node["allocatable"] if name.startswith("nvidia.com/"))
+    return sorted(names)
 
 
 def by_name(model):

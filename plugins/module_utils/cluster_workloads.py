@@ -11,7 +11,8 @@ __metaclass__ = type
 
 import copy
 
-from ansible_collections.cps.gpu_cluster.plugins.module_utils import cluster_model, components, gpu_pools, jupyterhub, scheduling, verify, vllm
+from ansible_collections.cps.gpu_cluster.plugins.module_utils import (cluster_model, components, gpu_pools, jupyterhub, k3s_hardening,
+                                                                     scheduling, verify, vllm)
 
 VERIFY_NAMESPACE = "gpu-cluster-verify"
 # Verify's default images: the proof needs a name, not the pin.
@@ -97,8 +98,8 @@ def verify_workers(model):
     return workers
 
 
-def verify_workloads(groups, hostvars, model):
-    """The verify Jobs' pods, as verify.yml plans them for the inventory (its default options)."""
+def _verify_plan(groups, hostvars, model):
+    """(Jobs, namespace) as verify.yml plans them for the inventory (its default options)."""
     options = {}
     for key, name in (("smoke_tests", "gpu_cluster_verify_smoke_tests"), ("gpu_probe", "gpu_cluster_verify_gpu_probe"),
                       ("tensorflow", "gpu_cluster_verify_tensorflow"), ("network", "gpu_cluster_verify_network")):
@@ -109,7 +110,12 @@ def verify_workloads(groups, hostvars, model):
     nodes = [node["name"] for node in model["nodes"]]
     # the pod-network check's pods (one per node, alike but for the node) are judged as one workload
     # on every node: linear in node shapes, not in nodes
-    jobs = verify.plan_jobs(verify_workers(model), nodes[:2], _VERIFY_IMAGES, options)
+    return verify.plan_jobs(verify_workers(model), nodes[:2], _VERIFY_IMAGES, options), namespace
+
+
+def verify_workloads(groups, hostvars, model, plan=None):
+    """The verify Jobs' pods, as verify.yml plans them for the inventory (its default options)."""
+    jobs, namespace = plan or _verify_plan(groups, hostvars, model)
     result = []
     for job in jobs:
         pod = verify.job_manifests(job, namespace)[-1]["spec"]["template"]["spec"]
@@ -122,6 +128,13 @@ def verify_workloads(groups, hostvars, model):
             continue
         result.append({"name": "verify Job %s" % job["name"], "namespace": namespace, "pod": pod})
     return result
+
+
+def verify_quotas(model, plan):
+    """The verify namespace's own quota for the reserved pools' resources (verify.grant_quota)."""
+    jobs, namespace = plan
+    quota = verify.grant_quota(jobs, namespace, model.get("limited"))
+    return [quota] if quota else []
 
 
 def smoke_workloads(model):
@@ -141,18 +154,28 @@ def pool_quotas(groups, hostvars):
     return gpu_pools.resource_quotas(pools, workers)
 
 
-def workloads(groups, hostvars, model=None):
+def workloads(groups, hostvars, model=None, plan=None):
     """Every workload, in deploy order (storage and GPU stack first, then apps, then verify)."""
     model = model or cluster_model.build(groups, hostvars)
     return (smoke_workloads(model) + llm_workloads(groups, hostvars) + jupyterhub_workloads(groups, hostvars)
-            + verify_workloads(groups, hostvars, model))
+            + verify_workloads(groups, hostvars, model, plan))
+
+
+def admission_limits(model):
+    """The ResourceQuota plugin's ``limitedResources`` the servers get (k3s_hardening), for the proof."""
+    if not model.get("limited"):
+        return []
+    return k3s_hardening.resource_quota_plugin(model["limited"])["configuration"]["limitedResources"]
 
 
 def proof(groups, hostvars):
     """The scheduling proof of an inventory: ``{rows, problems, table}`` (scheduling.prove of every
-    workload against the model's nodes and the pools' quotas)."""
+    workload against the model's nodes, the pools' quotas and verify's own, and the API server's
+    limitedResources)."""
     model = cluster_model.build(groups, hostvars)
-    result = scheduling.prove(workloads(groups, hostvars, model), model["nodes"], pool_quotas(groups, hostvars))
+    plan = _verify_plan(groups, hostvars, model)
+    quotas = pool_quotas(groups, hostvars) + verify_quotas(model, plan)
+    result = scheduling.prove(workloads(groups, hostvars, model, plan), model["nodes"], quotas, admission_limits(model))
     result["table"] = scheduling.table(result)
     return result
 

@@ -52,6 +52,7 @@ except ImportError:  # pragma: no cover - PyYAML ships with ansible-core
 
 from ansible_collections.cps.gpu_cluster.plugins.module_utils.gpu_capacity import evaluate
 from ansible_collections.cps.gpu_cluster.plugins.module_utils.mig_parted_config import DEFAULT_MIG_PARTED_CONFIGMAP
+from ansible_collections.cps.gpu_cluster.plugins.module_utils import node_vars
 
 ALLOCATIONS = ("exclusive", "timeslice", "mig")
 POOL_KEYS = ("name", "nodes", "node_selector", "allocation", "replicas", "mig_profile", "namespaces", "renameByDefault")
@@ -269,16 +270,15 @@ def worker_view(host, variables):
     variables = variables or {}
     labels = {"gpu": "true"}
     labels.update(_label_dict(variables.get("gpu_cluster_node_labels")))
-    count = variables.get("gpu_cluster_gpu_count")
-    model = variables.get("gpu_cluster_gpu_model")
+    model = node_vars.gpu_model(variables)
     device_id = normalize_device_id(variables.get("gpu_cluster_gpu_device_id"))
-    if device_id is None and isinstance(model, string_types):
+    if device_id is None and model:
         device_id = MODEL_DEVICE_IDS.get(model.strip())
     return {
         "host": host,
-        "node_name": variables.get("gpu_cluster_node_name") or host,
-        "gpu_count": count if isinstance(count, int) and not isinstance(count, bool) else 0,
-        "model": model if isinstance(model, string_types) else "",
+        "node_name": node_vars.node_name(host, variables),
+        "gpu_count": node_vars.gpu_count(variables),
+        "model": model,
         "device_id": device_id,
         "labels": labels,
     }
@@ -565,11 +565,14 @@ def pool_capacity(pools, workers):
 
 # ------------------------------------------------------------------------------ GPU Operator objects
 def device_plugin_config(pool):
-    """The device plugin's configuration (api/config/v1) for one pool."""
+    """The device plugin's configuration (api/config/v1) for one pool. A time-sliced pool sets
+    ``failRequestsGreaterThanOne``: a container asking more than one shared GPU is refused at
+    allocation instead of getting two slices of one GPU and believing it has two GPUs."""
     config = {"version": "v1", "flags": {"migStrategy": MIG_STRATEGY if pool["allocation"] == "mig" else "none"}}
     if pool["allocation"] == "timeslice":
         config["sharing"] = {"timeSlicing": {
             "renameByDefault": _rename(pool),
+            "failRequestsGreaterThanOne": True,
             "resources": [{"name": GPU_RESOURCE, "replicas": pool["replicas"]}],
         }}
     return config

@@ -34,6 +34,7 @@ from ansible_collections.cps.gpu_cluster.plugins.module_utils.versions import fi
 from ansible_collections.cps.gpu_cluster.plugins.module_utils.versions import inventory_version_warnings
 from ansible_collections.cps.gpu_cluster.plugins.module_utils.cluster_workloads import schedule_problems
 from ansible_collections.cps.gpu_cluster.plugins.module_utils.k3s import refused_node_labels
+from ansible_collections.cps.gpu_cluster.plugins.module_utils import node_vars
 
 K3S_MIN_VERSION = (1, 31, 6)
 _NUM = r"(0|[1-9][0-9]*)"
@@ -188,10 +189,6 @@ def _is_str(value):
     return isinstance(value, str)
 
 
-def _is_int(value):
-    return isinstance(value, int) and not isinstance(value, bool)
-
-
 def _full(regex, value):
     """True when value is a string that regex matches entirely (no trailing newline)."""
     return _is_str(value) and regex.fullmatch(value) is not None
@@ -320,7 +317,7 @@ def _taint(value):
 
 
 def _batch(value):
-    if _is_int(value):
+    if node_vars.is_int(value):
         return value > 0
     if _is_str(value):
         return (value.isdigit() and value == value.strip() and int(value) > 0 and value[0] != "0") or _full(BATCH_PERCENT_RE, value)
@@ -406,7 +403,7 @@ KINDS = {
     "vm_preset": (lambda v: _is_str(v) and v in VM_PRESETS, "use one of %s (terraform/proxmox presets)" % ", ".join(VM_PRESETS)),
     "bool": (lambda v: isinstance(v, bool), "use true or false (a YAML boolean, not a string)"),
     "switch": (lambda v: isinstance(v, bool) or v in ("true", "false"), "use true or false"),
-    "positive_int": (lambda v: _is_int(v) and v > 0, "use a positive integer (seconds)"),
+    "positive_int": (lambda v: node_vars.is_int(v) and v > 0, "use a positive integer (seconds)"),
     "batch": (_batch, "use a positive number of hosts (like 2), a percentage from 1% to 100% (like 50%), or a list of those"),
     "duration": (_duration, "use a positive duration with a unit, as kubectl reads it (like 600s or 10m)"),
     "label_list": (lambda v: _list_of(v, _label),
@@ -429,7 +426,7 @@ KINDS = {
     "bridge": (lambda v: _full(BRIDGE_RE, v), "use a Linux bridge name of at most 15 characters (like vmbr0)"),
     "verify_images": _verify_images_advice,
     "resource_name": (_resource_name, "use an extended resource name like nvidia.com/gpu"),
-    "resource_counts": (lambda v: isinstance(v, dict) and all(_resource_name(k) and _is_int(n) and n >= 0 for k, n in v.items()),
+    "resource_counts": (lambda v: isinstance(v, dict) and all(_resource_name(k) and node_vars.is_int(n) and n >= 0 for k, n in v.items()),
                         "use a mapping of extended resource names to counts (like {nvidia.com/mig-1g.10gb: 7})"),
 }
 
@@ -846,7 +843,7 @@ def _check_sizes(hostvars, hosts):
         for name in POSITIVE_INT_VARIABLES:
             if name in variables:
                 value = variables[name]
-                if not _is_int(value) or value <= 0:
+                if not node_vars.is_int(value) or value <= 0:
                     problems.append("%s: %s is %r; use a positive integer" % (host, name, value))
     return problems
 
@@ -921,7 +918,7 @@ def _check_gpu_workers(groups, hostvars, devices):
     for host in _group(groups, GPU_WORKERS):
         variables = _vars(hostvars, host)
         count = variables.get("gpu_cluster_gpu_count")
-        count_ok = _is_int(count) and count > 0
+        count_ok = node_vars.is_int(count) and count > 0
         if count is None:
             problems.append("%s: gpu_cluster_gpu_count is not set; GPU workers declare how many GPUs they have (a positive integer, like 2)" % host)
         elif not count_ok:

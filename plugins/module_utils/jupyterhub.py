@@ -29,6 +29,7 @@ try:
 except ImportError:  # pragma: no cover
     from pipes import quote as _quote  # pylint: disable=deprecated-module
 
+from ansible_collections.cps.gpu_cluster.plugins.module_utils import node_vars
 from ansible_collections.cps.gpu_cluster.plugins.module_utils.gpu_pools import pool_resource
 
 DNS_LABEL = re.compile(r"^[a-z0-9]([-a-z0-9]{0,61}[a-z0-9])?$")
@@ -90,10 +91,6 @@ LLM_PORT = 8000
 PROFILE_KEYS = ("name", "display_name", "description", "gpu", "pool", "image", "images", "default")
 
 
-def _is_int(value):
-    return isinstance(value, int) and not isinstance(value, bool)
-
-
 def _flag(value):
     if isinstance(value, str):
         return value.strip().lower() in ("1", "true", "yes", "on", "y", "t")
@@ -120,7 +117,7 @@ def resolve_pool(pools, name):
                 "resource": pool_resource(pool),
                 "node_selector": dict(pool.get("node_selector") or {POOL_LABEL: name}),
                 "nodes": list(pool.get("nodes") or []),
-                "replicas": pool.get("replicas") if _is_int(pool.get("replicas")) else 1,
+                "replicas": pool.get("replicas") if node_vars.is_int(pool.get("replicas")) else 1,
                 "mig_profile": mig_profile,
                 "namespaces": list(pool.get("namespaces") or []),
             }
@@ -171,15 +168,20 @@ def validate_profile(entry, pools=None):
         problems.append("%s: name %r must be a short slug (lower-case letters, digits, '-', at most 32), like gpu-1"
                         % (where, name))
     gpu = entry.get("gpu", 0)
-    if not _is_int(gpu) or gpu not in ALLOWED_GPUS:
+    if not node_vars.is_int(gpu) or gpu not in ALLOWED_GPUS:
         problems.append("%s: gpu is %r; use 0 (CPU only), 1, 2, 4 or 8" % (where, gpu))
     pool = entry.get("pool")
     if pool is not None:
-        if not _is_int(gpu) or gpu == 0:
+        if not node_vars.is_int(gpu) or gpu == 0:
             problems.append("%s: pool %r needs gpu of at least 1" % (where, pool))
-        if not isinstance(pool, str) or resolve_pool(pools, pool) is None:
+        resolved = resolve_pool(pools, pool) if isinstance(pool, str) else None
+        if resolved is None:
             known = ", ".join(sorted(str(p.get("name")) for p in pools or [] if isinstance(p, dict))) or "none declared"
             problems.append("%s: pool %r is not declared in gpu_cluster_gpu_pools (%s)" % (where, pool, known))
+        elif resolved["allocation"] in ("timeslice", "mig") and node_vars.as_int(gpu) > 1:
+            problems.append("%s: gpu is %d but pool %s hands out %s (one unit is a time-slice or a MIG instance, and a "
+                            "container gets at most one: the device plugin refuses more with failRequestsGreaterThanOne); "
+                            "use gpu: 1, or an exclusive pool for several GPUs" % (where, gpu, pool, resolved["allocation"]))
     image = entry.get("image")
     if image is not None and not _image_pinned(image):
         problems.append("%s: image %r must be pinned by tag or digest (not latest)" % (where, image))
@@ -246,7 +248,7 @@ def resolve_profiles(entries, workers, pools=None, drop_unsatisfiable=False, nam
     problem) or, with ``drop_unsatisfiable``, *dropped* (a warning). ``problems``: entries that
     are not usable at all.
     """
-    workers = {h: (c if _is_int(c) else 0) for h, c in (workers or {}).items()}
+    workers = {h: (c if node_vars.is_int(c) else 0) for h, c in (workers or {}).items()}
     if entries is None:
         entries = default_profiles(workers)
     result = {"profiles": [], "refused": [], "dropped": [], "problems": []}
@@ -586,7 +588,7 @@ SETTINGS = {
                                            "a cert-manager ClusterIssuer name, or ''"),
     "gpu_cluster_jupyterhub_home_size": (lambda v: isinstance(v, str) and bool(QUANTITY.match(v)), "a size like 10Gi"),
     "gpu_cluster_jupyterhub_scratch_size": (lambda v: isinstance(v, str) and bool(QUANTITY.match(v)), "a size like 100Gi"),
-    "gpu_cluster_jupyterhub_cull_timeout": (lambda v: _is_int(v) and v >= 300, "seconds, at least 300 (3600 is an hour)"),
+    "gpu_cluster_jupyterhub_cull_timeout": (lambda v: node_vars.is_int(v) and v >= 300, "seconds, at least 300 (3600 is an hour)"),
     "gpu_cluster_jupyterhub_auth": (lambda v: v in AUTHENTICATORS, "native, github, generic-oauth or dummy"),
     "gpu_cluster_jupyterhub_admin_users": (lambda v: isinstance(v, list) and all(isinstance(u, str) and USER.match(u) for u in v),
                                            "a list of user names"),
@@ -609,8 +611,7 @@ def inventory_workers(groups, hostvars):
     """{GPU worker: gpu_cluster_gpu_count} of the inventory (0 when unset)."""
     counts = {}
     for host in (groups or {}).get("gpu_workers") or []:
-        count = ((hostvars or {}).get(host) or {}).get("gpu_cluster_gpu_count")
-        counts[host] = count if _is_int(count) else 0
+        counts[host] = node_vars.gpu_count((hostvars or {}).get(host))
     return counts
 
 

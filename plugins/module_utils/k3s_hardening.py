@@ -16,6 +16,8 @@ __metaclass__ = type
 import copy
 import re
 
+from ansible_collections.cps.gpu_cluster.plugins.module_utils import node_vars
+
 # The kernel parameters the kubelet checks with --protect-kernel-defaults (it exits when one
 # differs): kubelet's setupKernelTunables (pkg/kubelet/cm/container_manager_linux.go) and
 # k8s.io/component-helpers/node/util/sysctl. The K3s guide lists the first four; recent
@@ -88,13 +90,14 @@ def _namespaces(namespaces, what):
     return list(namespaces)
 
 
-def pod_security_admission_config(level="restricted", exempt_namespaces=None, version="latest"):
+def pod_security_admission_config(level="restricted", exempt_namespaces=None, version="latest", limited_resources=None):
     """The AdmissionConfiguration (apiserver.config.k8s.io/v1) for ``admission-control-config-file``.
 
     The PodSecurity plugin's cluster default is ``level`` for enforce, audit and warn; kube-system
     and ``exempt_namespaces`` are exempt (no checks at all). Namespaces that need a looser level
     than the default but no exemption carry their own ``pod-security.kubernetes.io/*`` labels
-    (:func:`pod_security_labels`).
+    (:func:`pod_security_labels`). ``limited_resources`` (resource names) adds the ResourceQuota
+    plugin's configuration (:func:`resource_quota_plugin`).
     """
     if level not in POD_SECURITY_LEVELS:
         raise ValueError("the Pod Security level must be one of %s, got %r" % (", ".join(POD_SECURITY_LEVELS), level))
@@ -105,19 +108,54 @@ def pod_security_admission_config(level="restricted", exempt_namespaces=None, ve
     for mode in PSA_MODES:
         defaults[mode] = level
         defaults[mode + "-version"] = version
+    config = admission_config(limited_resources)
+    config["plugins"].insert(0, {
+        "name": "PodSecurity",
+        "configuration": {
+            "apiVersion": "pod-security.admission.config.k8s.io/v1",
+            "kind": "PodSecurityConfiguration",
+            "defaults": defaults,
+            "exemptions": {"usernames": [], "runtimeClasses": [], "namespaces": namespaces},
+        },
+    })
+    return config
+
+
+# An extended resource name as the quota takes it: <domain>/<name> (k8s.io/apimachinery validation
+# IsQualifiedName with a DNS subdomain prefix); the GPU pools' names are all of this form.
+_RESOURCE_NAME = re.compile(r"[a-z0-9]([-a-z0-9.]*[a-z0-9])?/[A-Za-z0-9]([-A-Za-z0-9_.]*[A-Za-z0-9])?")
+
+
+def resource_quota_plugin(limited_resources):
+    """The ResourceQuota plugin's entry: pods that ask any of ``limited_resources`` are admitted only
+    in a namespace whose ResourceQuota covers that resource (``requests.<name>`` in its ``hard``).
+
+    The plugin's ``limitedResources`` rule (k8s.io/apiserver pkg/admission/plugin/resourcequota
+    ``limitedByDefault`` and ``CheckRequest``): a usage name of the pod that *contains* a
+    ``matchContains`` string is limited, and a limited name that no quota of the namespace lists is
+    refused with "insufficient quota to consume". It holds for namespaces created later too."""
+    names = []
+    for name in limited_resources or []:
+        if not isinstance(name, str) or not _RESOURCE_NAME.fullmatch(name) or len(name) > 253:
+            raise ValueError("limited resources: %r is not an extended resource name like nvidia.com/gpu.shared" % (name,))
+        if name not in names:
+            names.append(name)
     return {
-        "apiVersion": "apiserver.config.k8s.io/v1",
-        "kind": "AdmissionConfiguration",
-        "plugins": [{
-            "name": "PodSecurity",
-            "configuration": {
-                "apiVersion": "pod-security.admission.config.k8s.io/v1",
-                "kind": "PodSecurityConfiguration",
-                "defaults": defaults,
-                "exemptions": {"usernames": [], "runtimeClasses": [], "namespaces": namespaces},
-            },
-        }],
+        "name": "ResourceQuota",
+        "configuration": {
+            "apiVersion": "apiserver.config.k8s.io/v1",
+            "kind": "ResourceQuotaConfiguration",
+            "limitedResources": [{"apiGroup": "", "resource": "pods", "matchContains": sorted(names)}],
+        },
     }
+
+
+def admission_config(limited_resources=None):
+    """An AdmissionConfiguration with the ResourceQuota plugin's entry when ``limited_resources`` is
+    not empty (no plugins otherwise): what servers get when the CIS profile (and with it the
+    PodSecurity entry) is off."""
+    plugins = [resource_quota_plugin(limited_resources)] if limited_resources else []
+    return {"apiVersion": "apiserver.config.k8s.io/v1", "kind": "AdmissionConfiguration", "plugins": plugins}
 
 
 def pod_security_labels(level):
@@ -216,6 +254,6 @@ def node_names(hosts, hostvars):
     names = []
     for host in hosts or []:
         variables = hostvars[host] if host in hostvars else {}
-        name = variables.get("gpu_cluster_node_name") or host
+        name = node_vars.node_name(host, variables)
         names.append(str(name))
     return names

@@ -12,6 +12,8 @@ __metaclass__ = type
 
 import re
 
+from ansible_collections.cps.gpu_cluster.plugins.module_utils import node_vars
+
 # exports(5) separates fields by whitespace and a client from its options by "(": a client or an
 # option string with either (or a newline, which starts a new export) would inject an export.
 CLIENT_RE = re.compile(r"^[A-Za-z0-9_.:*?/\[\]@-]+$")
@@ -99,7 +101,7 @@ def node_addresses(hosts, hostvars):
     missing = []
     for host in hosts or []:
         variables = hostvars[host]
-        address = variables.get("gpu_cluster_node_ip") or variables.get("ansible_host")
+        address = node_vars.node_address(variables)
         if not address:
             missing.append(host)
             continue

@@ -264,6 +264,30 @@ def _limited(limited_resources):
     return names
 
 
+def uncovered(requests, namespace, quotas=None, limited_resources=None):
+    """The usage names the ResourceQuota admission plugin refuses for a pod of ``namespace`` asking
+    ``requests`` (:func:`pod_requests`), sorted; [] when it admits the pod on these grounds.
+
+    As k8s.io/apiserver pkg/admission/plugin/resourcequota decides (``limitedByDefault``, then
+    ``CheckRequest``): a consumed usage name (``requests.<resource>`` for an extended resource) is
+    limited when it contains a ``matchContains`` string of a ``limitedResources`` entry for pods, and
+    a limited name that no ResourceQuota of the namespace lists in ``spec.hard`` ("covers") is
+    refused with "insufficient quota to consume"."""
+    limited = _limited(limited_resources)
+    covered = set()
+    for quota in quotas or []:
+        if (((quota or {}).get("metadata") or {}).get("namespace") or "default") == namespace:
+            covered.update((((quota or {}).get("spec") or {}).get("hard") or {}).keys())
+    result = []
+    for name in sorted(requests or {}):
+        if not requests[name] or "/" not in name:
+            continue
+        usage = "requests." + name
+        if any(item in usage for item in limited) and usage not in covered:
+            result.append(usage)
+    return result
+
+
 def prove(workloads, nodes, quotas=None, limited_resources=None):
     """Place every workload: ``{rows, problems}``.
 
@@ -296,10 +320,11 @@ def prove(workloads, nodes, quotas=None, limited_resources=None):
             why = "; ".join("%s: %s" % (_names(names), reason) for reason, names in sorted(refused.items()))
             problems.append("%s (namespace %s) asks %s and fits no node: %s"
                             % (workload["name"], namespace, asks, why or "the cluster has no nodes"))
+        unadmitted = set(usage[len("requests."):] for usage in uncovered(requests, namespace, quotas, limited_resources)) if limited else ()
         for name in sorted(requests):
             if not requests[name]:
                 continue
-            if any(name == item or name.endswith(item) for item in limited) and name not in hard.get(namespace, {}):
+            if name in unadmitted:
                 problems.append(
                     "%s (namespace %s) asks %s %s, which the API server's ResourceQuota admission limits "
                     "(limitedResources) to namespaces whose quota grants it, and %s has none: grant it in the "

@@ -13,6 +13,8 @@ __metaclass__ = type
 
 import re
 
+from ansible_collections.cps.gpu_cluster.plugins.module_utils import node_vars
+
 SCRATCH_BY_ID = re.compile(r"^/dev/disk/by-id/virtio-([A-Za-z0-9_-]{1,20})$")
 
 # Inventory variable -> GPU worker field of the Terraform module.
@@ -56,7 +58,7 @@ def members(groups, group):
 
 def node_ip(variables):
     """A host's node IP: gpu_cluster_node_ip, else ansible_host."""
-    return variables.get("gpu_cluster_node_ip") or variables.get("ansible_host")
+    return node_vars.node_address(variables) or None
 
 
 def copy_fields(variables, fields):

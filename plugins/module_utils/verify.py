@@ -21,7 +21,7 @@ import copy
 import json
 import re
 
-from ansible_collections.cps.gpu_cluster.plugins.module_utils import components, phase
+from ansible_collections.cps.gpu_cluster.plugins.module_utils import components, node_vars, phase
 
 PASS = "PASS"
 WARN = "WARN"
@@ -121,9 +121,9 @@ def worker_spec(host):
     """``{node, gpu_count, model, expected}`` of an inventory host (its hostvars)."""
     host = host if host is not None else {}
     expected = host.get("gpu_cluster_verify_expected")
-    return {"node": str(host.get("gpu_cluster_node_name") or host.get("inventory_hostname") or ""),
-            "gpu_count": int(host.get("gpu_cluster_gpu_count") or 0),
-            "model": str(host.get("gpu_cluster_gpu_model") or ""),
+    return {"node": str(node_vars.node_name(host.get("inventory_hostname") or "", host)),
+            "gpu_count": node_vars.gpu_count(host),
+            "model": node_vars.gpu_model(host),
             "expected": dict(expected) if expected else None}
 
 
@@ -541,10 +541,35 @@ def job_manifests(job, namespace, deadline=1200, resource="nvidia.com/gpu"):
     return out
 
 
-def plan_manifests(jobs, namespace, deadline=1200, resource="nvidia.com/gpu", probe_source=None):
-    """Everything the Jobs need, in apply order: namespace, ConfigMap (probe), Service (network), then
-    each Job's PVC and Job."""
+GRANT_NAME = "gpu-cluster-verify"
+
+
+def grant_quota(jobs, namespace, granted, resource="nvidia.com/gpu"):
+    """The verify namespace's own ResourceQuota for the GPU resources of the reserved pools
+    (``granted``: the cluster model's ``limited``), as much as the Jobs ask together; None when the
+    Jobs ask none of them. The API server admits a pod asking a limited resource only in a namespace
+    whose quota lists it, and verify runs on every pool; deleted with the namespace afterwards."""
+    totals = {}
+    for job in jobs or []:
+        name = job.get("resource") or resource
+        if int(job.get("gpus") or 0) > 0 and name in (granted or []):
+            totals[name] = totals.get(name, 0) + int(job["gpus"])
+    if not totals:
+        return None
+    return {"apiVersion": "v1", "kind": "ResourceQuota",
+            "metadata": {"name": GRANT_NAME, "namespace": namespace,
+                         "labels": {"app.kubernetes.io/managed-by": "cps.gpu_cluster"}},
+            "spec": {"hard": dict(("requests." + name, str(totals[name])) for name in sorted(totals))}}
+
+
+def plan_manifests(jobs, namespace, deadline=1200, resource="nvidia.com/gpu", probe_source=None, granted=None):
+    """Everything the Jobs need, in apply order: namespace, its ResourceQuota for the reserved pools'
+    resources (:func:`grant_quota`, when the Jobs ask any), ConfigMap (probe), Service (network),
+    then each Job's PVC and Job."""
     out = [namespace_manifest(namespace)]
+    quota = grant_quota(jobs, namespace, granted, resource)
+    if quota:
+        out.append(quota)
     if any(j.get("probe") for j in jobs) and probe_source is not None:
         out.append(probe_configmap(namespace, probe_source))
     if any(j.get("network") for j in jobs):

@@ -24,6 +24,7 @@ import copy
 import json
 import re
 
+from ansible_collections.cps.gpu_cluster.plugins.module_utils import node_vars
 from ansible_collections.cps.gpu_cluster.plugins.module_utils.gpu_pools import pool_resource
 import time
 
@@ -94,10 +95,6 @@ KNOWN_KEYS = ("name", "model", "gpu", "ingress_host", "namespace", "pool", "task
               "extra_args", "image", "cache", "replicas")
 
 
-def _is_int(value):
-    return isinstance(value, int) and not isinstance(value, bool)
-
-
 def _label(entry):
     name = entry.get("name") if isinstance(entry, dict) else None
     return "model %s" % name if isinstance(name, str) and name else "a model entry"
@@ -140,7 +137,7 @@ def validate_model(entry, pools=None):
     if not isinstance(model, str) or not MODEL_ID.match(model):
         problems.append("%s: model %r must be a Hugging Face model id like Qwen/Qwen2.5-1.5B-Instruct" % (where, model))
     gpu = entry.get("gpu")
-    if not _is_int(gpu) or gpu not in ALLOWED_GPUS:
+    if not node_vars.is_int(gpu) or gpu not in ALLOWED_GPUS:
         problems.append("%s: gpu is %r; use 1, 2, 4 or 8 (tensor parallelism splits a model over a power "
                         "of two GPUs on one node)" % (where, gpu))
     host = entry.get("ingress_host")
@@ -179,7 +176,7 @@ def validate_model(entry, pools=None):
         else:
             problems.append("%s: cache %r must be true, false, a size like 100Gi or {size, storage_class}" % (where, cache))
     replicas = entry.get("replicas")
-    if replicas is not None and (not _is_int(replicas) or replicas < 1):
+    if replicas is not None and (not node_vars.is_int(replicas) or replicas < 1):
         problems.append("%s: replicas %r must be a positive integer" % (where, replicas))
     pool = entry.get("pool")
     if pool is not None:
@@ -188,6 +185,11 @@ def validate_model(entry, pools=None):
         elif pools is not None and _find_pool(pools, pool) is None:
             known = ", ".join(sorted(p.get("name") for p in _pool_list(pools) if isinstance(p.get("name"), str))) or "none declared"
             problems.append("%s: pool %r is not declared in gpu_cluster_gpu_pools (%s)" % (where, pool, known))
+        elif pools is not None and _find_pool(pools, pool).get("allocation") in ("timeslice", "mig") and node_vars.as_int(gpu) > 1:
+            problems.append("%s: gpu is %d but pool %s hands out %s (one unit is a time-slice or a MIG instance, and a "
+                            "container gets at most one: the device plugin refuses more with failRequestsGreaterThanOne); "
+                            "use gpu: 1, or an exclusive pool for tensor parallelism"
+                            % (where, gpu, pool, _find_pool(pools, pool).get("allocation")))
     return problems
 
 
@@ -543,8 +545,7 @@ def _workers(groups, hostvars, pool):
         workers = [h for h in pool["nodes"] if h in (hostvars or {})]
     counts = {}
     for host in workers:
-        count = (hostvars.get(host) or {}).get("gpu_cluster_gpu_count")
-        counts[host] = count if _is_int(count) else 0
+        counts[host] = node_vars.gpu_count(hostvars.get(host))
     return counts
 
 

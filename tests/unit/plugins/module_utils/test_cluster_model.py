@@ -12,10 +12,14 @@ import subprocess
 from pathlib import Path
 
 import pytest
+import yaml
+from ansible_collections.cps.gpu_cluster.plugins.filter.gpu_pool_capacity import FilterModule as PoolFilters
+from ansible_collections.cps.gpu_cluster.plugins.filter.k3s_hardening import FilterModule as HardeningFilters
 from ansible_collections.cps.gpu_cluster.plugins.module_utils import cluster_model as cmod
 from ansible_collections.cps.gpu_cluster.plugins.module_utils import cluster_workloads as cw
 from ansible_collections.cps.gpu_cluster.plugins.module_utils import jupyterhub
 from ansible_collections.cps.gpu_cluster.plugins.module_utils import scheduling as sch
+from ansible_collections.cps.gpu_cluster.plugins.module_utils import vllm
 
 REPO = Path(__file__).resolve().parents[4]
 HOMELAB = REPO / "inventories" / "homelab"
@@ -203,6 +207,50 @@ def test_a_namespace_without_a_grant_is_refused_by_limited_resources():
     assert ok["problems"] == [] and ok["rows"][0]["nodes"] == ["m"]
 
 
+@pytest.mark.parametrize("requests, namespace, limited, quotas, refused", [
+    # a limited resource in a namespace whose quota lists it: admitted (whatever the amount; the
+    # quota's own check judges that)
+    ({"nvidia.com/mig-1g.10gb": 1}, "llm", ["nvidia.com/mig-1g.10gb"], [quota("llm", {"requests.nvidia.com/mig-1g.10gb": "0"})], []),
+    # no quota in the namespace, or a quota of another namespace or resource: refused
+    ({"nvidia.com/mig-1g.10gb": 1}, "team-b", ["nvidia.com/mig-1g.10gb"], [], ["requests.nvidia.com/mig-1g.10gb"]),
+    ({"nvidia.com/mig-1g.10gb": 1}, "team-b", ["nvidia.com/mig-1g.10gb"],
+     [quota("llm", {"requests.nvidia.com/mig-1g.10gb": "7"}), quota("team-b", {"requests.cpu": "4"})],
+     ["requests.nvidia.com/mig-1g.10gb"]),
+    # matchContains is a substring rule: nvidia.com/gpu also limits nvidia.com/gpu.shared
+    ({"nvidia.com/gpu.shared": 1}, "x", ["nvidia.com/gpu"], [quota("x", {"requests.nvidia.com/gpu": "2"})],
+     ["requests.nvidia.com/gpu.shared"]),
+    # what is not consumed, and what is not limited, is not looked at
+    ({"nvidia.com/gpu": 0, "cpu": 500}, "x", ["nvidia.com/gpu"], [], []),
+    ({"nvidia.com/gpu": 1}, "x", ["nvidia.com/mig-1g.10gb"], [], []),
+])
+def test_uncovered_as_the_quota_admission_plugin_decides(requests, namespace, limited, quotas, refused):
+    config = [{"apiGroup": "", "resource": "pods", "matchContains": limited}]
+    assert sch.uncovered(requests, namespace, quotas, config) == refused
+
+
+def test_the_homelab_admission_configuration_refuses_a_namespace_without_a_grant(homelab):
+    """The servers' rendered admission configuration and the rendered quotas, judged offline: the
+    inference pool (MIG, reserved for llm) is refused in any other namespace, including one created
+    later; llm and verify's own namespace are admitted."""
+    groups, hostvars = homelab
+    model = cmod.build(groups, hostvars)
+    assert model["limited"] == ["nvidia.com/mig-1g.10gb"]
+    admission = HardeningFilters().filters()["k3s_pod_security_admission_config"]([], "restricted", model["limited"])
+    admission = yaml.safe_load(yaml.safe_dump(admission))  # as the server reads the file
+    limited = next(p for p in admission["plugins"] if p["name"] == "ResourceQuota")["configuration"]["limitedResources"]
+    workers = dict((h, hostvars[h]) for h in groups["gpu_workers"])
+    quotas = PoolFilters().filters()["gpu_pool_quotas"](hostvars["wk-gpu4"]["gpu_cluster_gpu_pools"], workers)
+    plan = cw._verify_plan(groups, hostvars, model)
+    quotas += cw.verify_quotas(model, plan)
+    mig = sch.pod_requests(MIG_POD)
+    assert sch.uncovered(mig, "llm", quotas, limited) == []
+    assert sch.uncovered(mig, "gpu-cluster-verify", quotas, limited) == []
+    for namespace in ("jupyterhub", "team-b-created-later"):
+        assert sch.uncovered(mig, namespace, quotas, limited) == ["requests.nvidia.com/mig-1g.10gb"], namespace
+    # the time-sliced and exclusive pools are open to every namespace
+    assert sch.uncovered({"nvidia.com/gpu.shared": 1, "nvidia.com/gpu": 1}, "team-b", quotas, limited) == []
+
+
 def test_a_quota_of_zero_refuses_and_replicas_add_up():
     zero = sch.prove([{"name": "job", "namespace": "default", "pod": MIG_POD}], [MIG],
                      [quota("default", {"requests.nvidia.com/mig-1g.10gb": "0"})])
@@ -232,12 +280,20 @@ def test_the_homelab_schedules_completely(homelab):
 
 
 def test_a_two_gpu_model_on_the_mig_pool_fails_naming_the_model(homelab):
+    """Refused twice over: by the model checks (a MIG or time-sliced pool gives a container one unit)
+    and, were it deployed anyway, by the proof (data table above: a unit is a time-slice or a MIG instance)."""
     groups, hostvars = variant(homelab, gpu_cluster_llm_models=[
         {"name": "big", "model": "Qwen/Qwen2.5-1.5B-Instruct", "gpu": 2, "pool": "inference", "namespace": "llm"}])
-    result = prove(groups, hostvars)
+    problems = vllm.llm_problems(groups, hostvars)
+    assert len(problems) == 1 and problems[0].startswith("gpu_cluster_llm_models: model big: gpu is 2 but pool inference hands out mig")
+    # the proof judges the pod the model would make: 2 MIG instances fit no node, and why each refuses
+    pod = {"containers": [{"resources": {"limits": {"nvidia.com/mig-1g.10gb": 2}}}],
+           "nodeSelector": {"gpu-cluster.cps/gpu-pool": "inference"},
+           "tolerations": [{"key": "nvidia.com/gpu", "operator": "Exists", "effect": "NoSchedule"}]}
+    result = sch.prove([{"name": "vLLM model big", "namespace": "llm", "pod": pod}], cmod.build(groups, hostvars)["nodes"])
     assert len(result["problems"]) == 1
     problem = result["problems"][0]
-    assert problem.startswith("vLLM model Qwen/Qwen2.5-1.5B-Instruct (Deployment llm/big) (namespace llm) asks")
+    assert problem.startswith("vLLM model big (namespace llm) asks")
     assert "fits no node" in problem and "wk-gpu4: asks 2 nvidia.com/mig-1g.10gb: a unit is a time-slice or a MIG instance" in problem
     assert "wk-gpu1, wk-gpu2: nodeSelector gpu-cluster.cps/gpu-pool=inference does not match (the node has " \
            "gpu-cluster.cps/gpu-pool=training)" in problem

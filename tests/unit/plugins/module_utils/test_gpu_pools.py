@@ -306,8 +306,9 @@ def test_device_plugin_configmap_matches_the_plugin_format():
     assert sorted(configmap["data"]) == ["default", "mig", "ts", "x"]
     for text in configmap["data"].values():
         jsonschema.validate(yaml.safe_load(text), schema)
+    # failRequestsGreaterThanOne: a container asking two slices is refused, never handed two slices of one GPU
     assert yaml.safe_load(configmap["data"]["ts"])["sharing"]["timeSlicing"] == {
-        "renameByDefault": True, "resources": [{"name": "nvidia.com/gpu", "replicas": 4}]}
+        "renameByDefault": True, "failRequestsGreaterThanOne": True, "resources": [{"name": "nvidia.com/gpu", "replicas": 4}]}
     assert yaml.safe_load(configmap["data"]["mig"])["flags"]["migStrategy"] == "mixed"
     with pytest.raises(jsonschema.ValidationError):
         jsonschema.validate({"version": "v1", "sharing": {"timeSlicing": {"resources": [{"name": "nvidia.com/gpu", "replicas": 1}]}}}, schema)

@@ -154,8 +154,11 @@ def test_timeslice_pool_profile():
     o = override({"name": "shared", "gpu": 1, "pool": "shared"}, POOLS)
     assert o["extra_resource_limits"] == {"nvidia.com/gpu.shared": "1"}
     assert o["node_selector"] == {"gpu-cluster.cps/gpu-pool": "shared"}
-    # 4 replicas of each of wk-gpu1's 2 GPUs: a profile of 8 shared GPUs fits, 8 of the exclusive pool does not
-    assert names(j.resolve_profiles([{"name": "s", "gpu": 8, "pool": "shared"}], HOMELAB, POOLS)) == ["s"]
+    assert names(j.resolve_profiles([{"name": "s", "gpu": 1, "pool": "shared"}], HOMELAB, POOLS)) == ["s"]
+    # a container gets at most one time-slice (failRequestsGreaterThanOne): more is refused, with why
+    many = j.resolve_profiles([{"name": "s", "gpu": 2, "pool": "shared"}], HOMELAB, POOLS)
+    assert names(many) == [] and "gpu is 2 but pool shared hands out timeslice" in many["problems"][0]
+    assert "failRequestsGreaterThanOne" in many["problems"][0] and "use gpu: 1, or an exclusive pool" in many["problems"][0]
     refused = j.resolve_profiles([{"name": "w", "gpu": 4, "pool": "whole"}], HOMELAB, POOLS)["refused"]
     assert "largest worker of GPU pool whole is wk-gpu2 with 2 nvidia.com/gpu" in refused[0]
 

@@ -212,3 +212,46 @@ def test_merge_config_appends_a_single_argument_and_skips_duplicates():
     assert merged == {"kubelet-arg": ["a=1", "b=2"]}
     assert k3s_hardening.merge_config(merged, {"kubelet-arg": ["a=1"]}) == merged
     assert k3s_hardening.merge_config({}, {"kube-apiserver-arg": ["x=1"]}) == {"kube-apiserver-arg": ["x=1"]}
+
+
+def test_limited_resources_add_the_resource_quota_plugin_and_validate():
+    config = k3s_hardening.pod_security_admission_config("restricted", [], limited_resources=[
+        "nvidia.com/mig-1g.10gb", "nvidia.com/gpu.shared", "nvidia.com/gpu.shared"])
+    jsonschema.validate(config, schema("admission-configuration.schema.json"))
+    assert [p["name"] for p in config["plugins"]] == ["PodSecurity", "ResourceQuota"]
+    assert config["plugins"][1]["configuration"] == {
+        "apiVersion": "apiserver.config.k8s.io/v1", "kind": "ResourceQuotaConfiguration",
+        "limitedResources": [{"apiGroup": "", "resource": "pods",
+                              "matchContains": ["nvidia.com/gpu.shared", "nvidia.com/mig-1g.10gb"]}]}
+    # without the CIS profile: the ResourceQuota entry alone; nothing limited: no plugin at all
+    alone = k3s_hardening.admission_config(["nvidia.com/gpu.shared"])
+    jsonschema.validate(alone, schema("admission-configuration.schema.json"))
+    assert [p["name"] for p in alone["plugins"]] == ["ResourceQuota"]
+    assert k3s_hardening.admission_config([])["plugins"] == []
+    # nothing limited: the Pod Security configuration as before, byte for byte
+    assert k3s_hardening.pod_security_admission_config("restricted", [], limited_resources=[]) == \
+        k3s_hardening.pod_security_admission_config("restricted", [])
+
+
+def test_the_schema_refuses_a_wrong_resource_quota_entry():
+    validator = jsonschema.Draft202012Validator(schema("admission-configuration.schema.json"))
+    good = k3s_hardening.admission_config(["nvidia.com/gpu.shared"])
+    for path, value in [
+        (("plugins", 0, "configuration", "kind"), "Configuration"),
+        (("plugins", 0, "configuration", "limitedResource"), []),
+        (("plugins", 0, "configuration", "limitedResources", 0, "resources"), "pods"),
+    ]:
+        broken = json.loads(json.dumps(good))
+        target = broken
+        for key in path[:-1]:
+            target = target[key]
+        target[path[-1]] = value
+        assert list(validator.iter_errors(broken)), path
+    del good["plugins"][0]["configuration"]["limitedResources"][0]["resource"]
+    assert list(validator.iter_errors(good))
+
+
+@pytest.mark.parametrize("names", [["gpu"], ["nvidia.com/gpu\n"], ["nvidia.com/"], [7]])
+def test_bad_limited_resources_are_named(names):
+    with pytest.raises(ValueError, match="is not an extended resource name"):
+        k3s_hardening.admission_config(names)
