@@ -25,6 +25,7 @@ WORKER_FIELDS = (
     ("gpu_cluster_vm_disk_gb", "disk_gb"),
     ("gpu_cluster_scratch_disk_gb", "scratch_disk_gb"),
     ("gpu_cluster_gpu_count", "gpus"),
+    ("gpu_cluster_gpu_model", "gpu_model"),
     ("gpu_cluster_gpu_pci_mappings", "gpu_mappings"),
 )
 CONTROL_PLANE_FIELDS = (

@@ -562,7 +562,7 @@ def grant_quota(jobs, namespace, granted, resource="nvidia.com/gpu"):
             "spec": {"hard": dict(("requests." + name, str(totals[name])) for name in sorted(totals))}}
 
 
-def plan_manifests(jobs, namespace, deadline=1200, resource="nvidia.com/gpu", probe_source=None, granted=None):
+def plan_manifests(jobs, namespace, deadline=1200, resource="nvidia.com/gpu", probe_source=None, *, granted=None):
     """Everything the Jobs need, in apply order: namespace, its ResourceQuota for the reserved pools'
     resources (:func:`grant_quota`, when the Jobs ask any), ConfigMap (probe), Service (network),
     then each Job's PVC and Job."""

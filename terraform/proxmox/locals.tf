@@ -38,6 +38,7 @@ locals {
       disk_gb         = null
       scratch_disk_gb = null
       gpus            = null
+      gpu_model       = null
       gpu_mappings = [
         for j in range(local.generated_gpu_count) : var.gpu_pci_mappings[i * local.generated_gpu_count + j]
         if i * local.generated_gpu_count + j < length(var.gpu_pci_mappings)
@@ -61,6 +62,7 @@ locals {
       disk_gb         = coalesce(local.gpu_worker_source[name].disk_gb, var.presets[local.gpu_worker_preset[name]].disk_gb)
       scratch_disk_gb = coalesce(local.gpu_worker_source[name].scratch_disk_gb, var.presets[local.gpu_worker_preset[name]].scratch_disk_gb)
       gpus            = coalesce(local.gpu_worker_source[name].gpus, var.presets[local.gpu_worker_preset[name]].gpus)
+      gpu_model       = coalesce(local.gpu_worker_source[name].gpu_model, var.gpu_model)
       gpu_mappings    = local.gpu_worker_source[name].gpu_mappings
       # One hostpci entry per GPU: by PCI resource mapping name, or by raw address.
       gpu_devices = concat(
@@ -136,6 +138,7 @@ locals {
           gpu_cluster_vm_disk_gb      = vm.disk_gb
           gpu_cluster_scratch_disk_gb = vm.scratch_disk_gb
           gpu_cluster_gpu_count       = vm.gpus
+          gpu_cluster_gpu_model       = vm.gpu_model
         },
         { for k, v in { gpu_cluster_gpu_pci_mappings = vm.gpu_mappings } : k => v if length(v) > 0 },
       )

@@ -324,11 +324,12 @@ variable "gpu_workers" {
     disk_gb         = optional(number)
     scratch_disk_gb = optional(number)
     gpus            = optional(number)
+    gpu_model       = optional(string)
     gpu_mappings    = optional(list(string), [])
     gpu_addresses   = optional(list(string), [])
     vm_id           = optional(number)
   }))
-  description = "GPU worker VMs by host name: static IP, preset (overridable per field) and the GPUs to pass through, by PCI resource mapping name (gpu_mappings) or by raw host PCI address (gpu_addresses)."
+  description = "GPU worker VMs by host name: static IP, preset (overridable per field), the GPU model when it differs from gpu_model, and the GPUs to pass through, by PCI resource mapping name (gpu_mappings) or by raw host PCI address (gpu_addresses)."
   default     = {}
 
   validation {

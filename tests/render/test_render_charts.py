@@ -18,6 +18,7 @@ The kube-vip manifest the k3s servers apply is rendered from its role template a
 from __future__ import annotations
 
 import copy
+import importlib.util
 import json
 import os
 import re
@@ -31,7 +32,8 @@ import jsonschema
 import kubernetes_validate
 import pytest
 import yaml
-from ansible_collections.cps.gpu_cluster.plugins.module_utils import gpu_monitoring, jupyterhub, management, versions
+from ansible_collections.cps.gpu_cluster.plugins.module_utils import (cluster_model, cluster_workloads, gpu_monitoring, jupyterhub, management,
+                                                                     scheduling, versions)
 
 REPO = Path(__file__).resolve().parents[2]
 FIXTURES = REPO / "tests" / "fixtures"
@@ -550,3 +552,54 @@ def test_jupyterhub_other_settings_render_strict_valid(auth):
         for choice in list((profile.get("profile_options") or {}).get("image", {}).get("choices", {})) or [None]:
             pod = spawner_pod(values["singleuser"], profile, choice)
             assert validation_problems([(profile["slug"], pod)], [], HOMELAB_K8S) == []
+
+
+# ---- the scheduling proof of the charts' pods ------------------------------------------------------
+# The pods the charts create (Deployments, StatefulSets, Jobs and CronJobs, hooks included), as Helm's
+# engine renders them from our values, placed against the homelab's cluster model the way
+# kube-scheduler decides feasibility (module_utils/scheduling.py, the proof preflight runs on our own
+# workloads). DaemonSets are left out: they place a pod on each node they select and tolerate, and
+# the GPU Operator's select labels its own node-feature discovery adds at run time.
+POD_OWNERS = ("Deployment", "StatefulSet", "Job", "CronJob")
+
+
+def _load_homelab():
+    spec = importlib.util.spec_from_file_location(
+        "cluster_model_tests", REPO / "tests" / "unit" / "plugins" / "module_utils" / "test_cluster_model.py")
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module.load_inventory(HOMELAB)
+
+
+def chart_workloads(docs, namespace):
+    result = []
+    for path, doc in docs:
+        if doc.get("kind") not in POD_OWNERS:
+            continue
+        spec = doc.get("spec") or {}
+        if doc["kind"] == "CronJob":
+            spec = (spec.get("jobTemplate") or {}).get("spec") or {}
+        pod = ((spec.get("template") or {}).get("spec")) or {}
+        replicas = spec.get("replicas", 1) if doc["kind"] in ("Deployment", "StatefulSet") else 1
+        result.append({"name": "%s %s (%s)" % (doc["kind"], doc["metadata"]["name"], path),
+                       "namespace": doc["metadata"].get("namespace") or namespace, "pod": pod, "replicas": replicas})
+    return result
+
+
+def test_every_chart_pod_of_the_homelab_schedules(rendered):
+    groups, hostvars = _load_homelab()
+    model = cluster_model.build(groups, hostvars)
+    quotas = cluster_workloads.pool_quotas(groups, hostvars)
+    workloads = []
+    for (render, bundle), (_chart_dir, namespace) in sorted(CHARTS.items()):
+        if render == "homelab":
+            docs, _crds = render_row(rendered, render, bundle)
+            workloads += chart_workloads(docs, namespace)
+    assert len(workloads) > 10, [w["name"] for w in workloads]
+    result = scheduling.prove(workloads, model["nodes"], quotas, cluster_workloads.admission_limits(model))
+    assert result["problems"] == [], "\n".join(result["problems"])
+    # the proof can fail: the same pods on a cluster of tainted nodes only fit nowhere
+    tainted = [dict(node, taints=node["taints"] + [{"key": "maintenance", "value": "", "effect": "NoSchedule"}])
+               for node in model["nodes"]]
+    refused = scheduling.prove(workloads[:3], tainted)["problems"]
+    assert len(refused) == 3 and all("taint maintenance:NoSchedule not tolerated" in p for p in refused)

@@ -68,7 +68,16 @@ def test_every_manifest_is_valid_kubernetes(rendered):
                 kubernetes_validate.validate(doc, K8S_VERSION, strict=True)
             except kubernetes_validate.ValidationError as exc:
                 pytest.fail(f"{name}: {doc['kind']} is invalid: {exc}")
-    assert kinds == {"Namespace", "ConfigMap", "Service", "PersistentVolumeClaim", "Job"}
+    assert kinds == {"Namespace", "ResourceQuota", "ConfigMap", "Service", "PersistentVolumeClaim", "Job"}
+
+
+def test_the_namespace_grants_itself_the_reserved_pool(rendered):
+    """The inference pool (MIG) is reserved for llm; the API server admits its resource only where a
+    quota lists it (limitedResources), so verify's namespace carries its own quota: as much as its
+    Jobs on wk-gpu4 ask together (smi, vector-add, PyTorch: 3)."""
+    quota = rendered["docs"]["gpu-cluster-verify"][0]
+    assert quota["kind"] == "ResourceQuota" and quota["metadata"]["namespace"] == "gpu-cluster-verify"
+    assert quota["spec"]["hard"] == {"requests.nvidia.com/mig-1g.10gb": "3"}
 
 
 def jobs(rendered):

@@ -125,6 +125,7 @@ def resolve(tfvars: dict) -> dict:
             "vm_id": coalesce(source.get("vm_id"), var["vm_id_base"] + 11 + index),
             "preset": preset_name,
             **{field: coalesce(source.get(field), preset[field]) for field in ("cores", "memory_mb", "disk_gb", "scratch_disk_gb", "gpus")},
+            "gpu_model": coalesce(source.get("gpu_model"), var["gpu_model"]),
             "gpu_mappings": list(source.get("gpu_mappings") or []),
             "gpu_devices": [{"mapping": m, "id": None} for m in source.get("gpu_mappings") or []]
             + [{"mapping": None, "id": a} for a in source.get("gpu_addresses") or []],
@@ -167,6 +168,7 @@ def resolve(tfvars: dict) -> dict:
                 "ansible_host": vm["ip"], "gpu_cluster_vm_preset": vm["preset"], "gpu_cluster_vm_cores": vm["cores"],
                 "gpu_cluster_vm_memory_mb": vm["memory_mb"], "gpu_cluster_vm_disk_gb": vm["disk_gb"],
                 "gpu_cluster_scratch_disk_gb": vm["scratch_disk_gb"], "gpu_cluster_gpu_count": vm["gpus"],
+                "gpu_cluster_gpu_model": vm["gpu_model"],
                 **({"gpu_cluster_gpu_pci_mappings": vm["gpu_mappings"]} if vm["gpu_mappings"] else {}),
             }
             for name, vm in gpu_workers.items()

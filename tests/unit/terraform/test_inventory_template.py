@@ -9,6 +9,7 @@ import copy
 
 import pytest
 import yaml
+from ansible_collections.cps.gpu_cluster.plugins.module_utils import cluster_model
 from terraform_helpers import SSH_KEY, groups_of, inventory_list, render_template, resolve, tfvars_from_inventory
 
 GROUPS = ["proxmox_hosts", "k3s_cluster", "k3s_servers", "k3s_agents", "gpu_workers", "infra_nodes", "app_nodes"]
@@ -60,7 +61,7 @@ def test_homelab_tfvars(homelab_tfvars):
     assert homelab_tfvars["control_plane_size"] == {"cores": 4, "memory_mb": 16384, "disk_gb": 100}
     assert homelab_tfvars["gpu_workers"]["wk-gpu3"] == {
         "ip": "10.0.0.23", "preset": "large", "cores": 16, "memory_mb": 131072, "disk_gb": 500,
-        "scratch_disk_gb": 1024, "gpus": 2, "gpu_mappings": ["a100-4", "a100-5"]}
+        "scratch_disk_gb": 1024, "gpus": 2, "gpu_model": "NVIDIA A100 80GB PCIe", "gpu_mappings": ["a100-4", "a100-5"]}
     assert homelab_tfvars["scratch_disk_serial"] == "scratch"
     assert homelab_tfvars["ssh_user"] == "debian"
     cluster_wide = homelab_tfvars["inventory_vars"]["all"]
@@ -114,3 +115,31 @@ def test_renderer_matches_terraform(template, variables, expected):
 def test_renderer_refuses_what_it_does_not_know(template):
     with pytest.raises((ValueError, KeyError)):
         render_template({"x": "a", "m": {}}, template)
+
+
+def test_mixed_workers_round_trip_without_loss(homelab_list, tmp_path):
+    """Per host, the GPU model, count, PCI mappings and sizes survive inventory -> Terraform variables
+    -> generated inventory, also where workers differ (before, the model came from the first worker
+    only and was written back for all). Judged on the variables and on the cluster model of both."""
+    mixed = copy.deepcopy(homelab_list)
+    hostvars = mixed["_meta"]["hostvars"]
+    hostvars["wk-gpu3"].update(gpu_cluster_gpu_model="NVIDIA GeForce RTX 4090", gpu_cluster_gpu_count=1,
+                               gpu_cluster_gpu_pci_mappings=["rtx4090-0"], gpu_cluster_vm_preset="medium",
+                               gpu_cluster_vm_cores=12, gpu_cluster_vm_memory_mb=65536)
+    hostvars["wk-gpu4"].update(gpu_cluster_gpu_model="NVIDIA H100 80GB HBM3", gpu_cluster_vm_disk_gb=800,
+                               gpu_cluster_scratch_disk_gb=2048)
+    tfvars = tfvars_from_inventory(mixed)
+    assert tfvars["gpu_workers"]["wk-gpu3"]["gpu_model"] == "NVIDIA GeForce RTX 4090"
+    assert tfvars["gpu_workers"]["wk-gpu4"]["gpu_model"] == "NVIDIA H100 80GB HBM3"
+    rendered = render_inventory(tfvars, tmp_path)
+    for host in ("wk-gpu1", "wk-gpu2", "wk-gpu3", "wk-gpu4"):
+        for name in ("gpu_cluster_gpu_model", "gpu_cluster_gpu_count", "gpu_cluster_gpu_pci_mappings", "gpu_cluster_vm_preset",
+                     "gpu_cluster_vm_cores", "gpu_cluster_vm_memory_mb", "gpu_cluster_vm_disk_gb", "gpu_cluster_scratch_disk_gb"):
+            assert rendered["_meta"]["hostvars"][host][name] == hostvars[host][name], (host, name)
+    keys = ("name", "gpu_count", "gpu_model", "gpu_pci_mappings", "vcpus", "memory_mb", "allocatable")
+
+    def model_of(inventory):
+        nodes = cluster_model.build(groups_of(inventory), inventory["_meta"]["hostvars"])["nodes"]
+        return [{key: node[key] for key in keys} for node in nodes]
+    assert model_of(rendered) == model_of(mixed)
+    assert {n["name"]: n["gpu_model"] for n in model_of(rendered)}["wk-gpu3"] == "NVIDIA GeForce RTX 4090"

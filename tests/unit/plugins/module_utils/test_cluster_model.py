@@ -17,9 +17,8 @@ from ansible_collections.cps.gpu_cluster.plugins.filter.gpu_pool_capacity import
 from ansible_collections.cps.gpu_cluster.plugins.filter.k3s_hardening import FilterModule as HardeningFilters
 from ansible_collections.cps.gpu_cluster.plugins.module_utils import cluster_model as cmod
 from ansible_collections.cps.gpu_cluster.plugins.module_utils import cluster_workloads as cw
-from ansible_collections.cps.gpu_cluster.plugins.module_utils import jupyterhub
+from ansible_collections.cps.gpu_cluster.plugins.module_utils import jupyterhub, vllm
 from ansible_collections.cps.gpu_cluster.plugins.module_utils import scheduling as sch
-from ansible_collections.cps.gpu_cluster.plugins.module_utils import vllm
 
 REPO = Path(__file__).resolve().parents[4]
 HOMELAB = REPO / "inventories" / "homelab"
