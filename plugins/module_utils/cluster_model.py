@@ -104,14 +104,13 @@ def _groups_of(groups):
     return membership
 
 
-def _default_labels(host, variables, member, pools):
+def _default_labels(variables, member, pool):
     labels = []
     if GPU_WORKERS in member:
         labels += list(GPU_LABELS)
     labels += [str(x) for x in _list(variables.get("gpu_cluster_node_labels"))]
-    if GPU_WORKERS in member and pools:
-        labels += gpu_pools.pool_node_labels(pools, host, {"gpu_cluster_node_labels": variables.get("gpu_cluster_node_labels") or []},
-                                             as_list=True)
+    if GPU_WORKERS in member and pool is not None:
+        labels += ["%s=%s" % item for item in sorted(gpu_pools.member_labels(pool).items())]
     return labels
 
 
@@ -134,9 +133,12 @@ def _default_taints(variables, member):
 
 
 def _first_value(groups, hostvars, name):
-    for host in _list((groups or {}).get("all")) + sorted(hostvars or {}):
-        variables = (hostvars or {}).get(host) or {}
-        if name in variables:
+    """The value of ``name`` on the first host that sets it, in ``groups['all']`` order (every host
+    of the inventory), or in sorted ``hostvars`` order when ``groups`` has no ``all``; else None."""
+    hostvars = hostvars or {}
+    for host in _list((groups or {}).get("all")) or sorted(hostvars):
+        variables = hostvars.get(host)
+        if variables and name in variables:
             return variables[name]
     return None
 
@@ -156,26 +158,48 @@ def cluster_pools(groups, hostvars):
     return gpu_pools.plain(pools)
 
 
-def _gpu_resources(host, variables, pools, count):
-    """{resource: count} the node advertises, and the pool it is in ('' for none)."""
+def _pool_of(host, variables, pools):
+    """The first pool (of :func:`_with_members`'s list) that holds the host, or None."""
+    view = None
+    for pool, members in pools:
+        # members: the pool's nodes as a set (made once per build: linear, issue 25's benchmark),
+        # None for a pool that selects its nodes by label
+        if members is not None:
+            if host in members:
+                return pool
+            continue
+        view = view or gpu_pools.worker_view(host, variables)
+        if host in gpu_pools.pool_hosts(pool, {host: view}):
+            return pool
+    return None
+
+
+def _gpu_resources(host, variables, pool, count):
+    """{resource: count} the node advertises (its pool's, or whole GPUs)."""
     if count <= 0:
-        return {}, ""
+        return {}
+    if pool is None:
+        return {GPU_RESOURCE: count}
     view = gpu_pools.worker_view(host, variables)
     view["gpu_count"] = count
-    for pool in pools:
-        if host in gpu_pools.pool_hosts(pool, {host: view}):
-            return gpu_pools.node_resources(pool, view), pool["name"]
-    return {GPU_RESOURCE: count}, ""
+    return gpu_pools.node_resources(pool, view)
+
+
+def _with_members(pools):
+    """[(pool, frozenset of its nodes or None)] for :func:`_gpu_resources`."""
+    return [(pool, frozenset(h for h in pool["nodes"] if isinstance(h, str)) if pool.get("nodes") is not None else None)
+            for pool in pools]
 
 
 def _node(host, variables, member, pools):
     name = node_name(host, variables)
     role = "server" if SERVERS in member else "agent"
     count = node_vars.gpu_count(variables) if GPU_WORKERS in member else 0
+    pool = _pool_of(host, variables, pools) if GPU_WORKERS in member else None
     if "k3s_node_labels" in variables:
         labels = [str(x) for x in _list(variables.get("k3s_node_labels"))]
     else:
-        labels = _default_labels(host, variables, member, pools)
+        labels = _default_labels(variables, member, pool)
     if "k3s_node_api_labels" in variables:
         labels += [str(x) for x in _list(variables.get("k3s_node_api_labels"))]
     else:
@@ -191,7 +215,7 @@ def _node(host, variables, member, pools):
     taints = [t for t in (parse_taint(x) for x in taint_texts) if t is not None]
     cores = as_int(variables.get("gpu_cluster_vm_cores"))
     memory_mb = as_int(variables.get("gpu_cluster_vm_memory_mb"))
-    gpu, pool = _gpu_resources(host, variables, pools, count)
+    gpu = _gpu_resources(host, variables, pool, count)
     # a unit of these is a time-slice or a MIG instance: a container gets at most one (the device
     # plugin refuses more than one shared GPU with failRequestsGreaterThanOne; CUDA uses one MIG
     # instance per process)
@@ -214,7 +238,7 @@ def _node(host, variables, member, pools):
         "gpu_count": count,
         "gpu_model": model if count > 0 else "",
         "gpu_pci_mappings": [str(x) for x in _list(variables.get("gpu_cluster_gpu_pci_mappings"))],
-        "pool": pool,
+        "pool": pool["name"] if pool is not None and count > 0 else "",
         "labels": label_map,
         "taints": taints,
         "allocatable": allocatable,
@@ -238,7 +262,8 @@ def build(groups, hostvars):
             if host not in seen and isinstance(host, str):
                 seen.add(host)
                 order.append(host)
-    nodes = [_node(host, hostvars.get(host) or {}, member.get(host, []), pools) for host in order]
+    members = _with_members(pools)
+    nodes = [_node(host, hostvars.get(host) or {}, member.get(host, []), members) for host in order]
     return {"nodes": nodes, "pools": pools, "limited": limited_resources(nodes, pools)}
 
 

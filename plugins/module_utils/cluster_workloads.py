@@ -168,11 +168,11 @@ def admission_limits(model):
     return k3s_hardening.resource_quota_plugin(model["limited"])["configuration"]["limitedResources"]
 
 
-def proof(groups, hostvars):
+def proof(groups, hostvars, model=None):
     """The scheduling proof of an inventory: ``{rows, problems, table}`` (scheduling.prove of every
     workload against the model's nodes, the pools' quotas and verify's own, and the API server's
-    limitedResources)."""
-    model = cluster_model.build(groups, hostvars)
+    limitedResources); ``model``: the inventory's cluster model when already built."""
+    model = model or cluster_model.build(groups, hostvars)
     plan = _verify_plan(groups, hostvars, model)
     quotas = pool_quotas(groups, hostvars) + verify_quotas(model, plan)
     result = scheduling.prove(workloads(groups, hostvars, model, plan), model["nodes"], quotas, admission_limits(model))

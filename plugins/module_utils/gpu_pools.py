@@ -624,11 +624,17 @@ def _pool_node_labels(pools, host, variables):
         if not isinstance(pool, dict) or not isinstance(pool.get("name"), string_types):
             continue
         if host in pool_hosts(pool, {host: view}):
-            labels = {POOL_LABEL: pool["name"], DEVICE_PLUGIN_CONFIG_LABEL: pool["name"]}
-            if pool.get("allocation") == "mig":
-                labels[MIG_CONFIG_LABEL] = mig_config_name(pool.get("mig_profile")) or str(pool.get("mig_profile"))
-            return labels
+            return member_labels(pool)
     return {}
+
+
+def member_labels(pool):
+    """The labels a member of ``pool`` gets: our pool label, ``nvidia.com/device-plugin.config=<pool>``
+    and, on a MIG pool, ``nvidia.com/mig.config=<config>``."""
+    labels = {POOL_LABEL: pool["name"], DEVICE_PLUGIN_CONFIG_LABEL: pool["name"]}
+    if pool.get("allocation") == "mig":
+        labels[MIG_CONFIG_LABEL] = mig_config_name(pool.get("mig_profile")) or str(pool.get("mig_profile"))
+    return labels
 
 
 def node_labels(pools, workers):

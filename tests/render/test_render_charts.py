@@ -32,8 +32,15 @@ import jsonschema
 import kubernetes_validate
 import pytest
 import yaml
-from ansible_collections.cps.gpu_cluster.plugins.module_utils import (cluster_model, cluster_workloads, gpu_monitoring, jupyterhub, management,
-                                                                     scheduling, versions)
+from ansible_collections.cps.gpu_cluster.plugins.module_utils import (
+    cluster_model,
+    cluster_workloads,
+    gpu_monitoring,
+    jupyterhub,
+    management,
+    scheduling,
+    versions,
+)
 
 REPO = Path(__file__).resolve().parents[2]
 FIXTURES = REPO / "tests" / "fixtures"
@@ -581,7 +588,7 @@ def chart_workloads(docs, namespace):
             spec = (spec.get("jobTemplate") or {}).get("spec") or {}
         pod = ((spec.get("template") or {}).get("spec")) or {}
         replicas = spec.get("replicas", 1) if doc["kind"] in ("Deployment", "StatefulSet") else 1
-        result.append({"name": "%s %s (%s)" % (doc["kind"], doc["metadata"]["name"], path),
+        result.append({"name": f"{doc['kind']} {doc['metadata']['name']} ({path})",
                        "namespace": doc["metadata"].get("namespace") or namespace, "pod": pod, "replicas": replicas})
     return result
 

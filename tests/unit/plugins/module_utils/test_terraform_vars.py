@@ -33,7 +33,7 @@ def test_maps_the_inventory():
     assert "proxmox_endpoint" not in result, "unset inventory variables leave the module's default"
     assert result["control_planes"] == {"s1": {"ip": "10.1.0.11"}}, "gpu_cluster_node_ip wins over ansible_host"
     assert result["control_plane_size"] == {"cores": 2}
-    assert result["gpu_workers"] == {"w1": {"ip": "10.1.0.21", "gpus": 1, "gpu_mappings": ["h100-0"]}}
+    assert result["gpu_workers"] == {"w1": {"ip": "10.1.0.21", "gpus": 1, "gpu_model": "NVIDIA H100 PCIe", "gpu_mappings": ["h100-0"]}}
     assert result["gpu_model"] == "NVIDIA H100 PCIe" and result["scratch_disk_serial"] == "fast1"
     assert result["ssh_user"] == "debian" and result["ssh_public_keys"] == ["ssh-ed25519 AAAA k"]
     assert result["inventory_vars"]["all"] == ALL
