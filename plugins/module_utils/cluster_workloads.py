@@ -11,8 +11,8 @@ __metaclass__ = type
 
 import copy
 
-from ansible_collections.cps.gpu_cluster.plugins.module_utils import (cluster_model, components, gpu_pools, jupyterhub, k3s_hardening,
-                                                                     scheduling, verify, vllm)
+from ansible_collections.cps.gpu_cluster.plugins.module_utils import cluster_model, components, gpu_pools, jupyterhub, k3s_hardening
+from ansible_collections.cps.gpu_cluster.plugins.module_utils import scheduling, verify, vllm
 
 VERIFY_NAMESPACE = "gpu-cluster-verify"
 # Verify's default images: the proof needs a name, not the pin.
