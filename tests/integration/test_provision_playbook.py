@@ -157,11 +157,12 @@ def test_var_arguments_parse_in_terraform(setup, tmp_path):
 def parsed_vars(variables: dict[str, str]) -> dict:
     """The -var values of the homelab, as the Python mirror needs them (only the fields it reads)."""
     workers = {}
-    for name, ip, preset, cores, mem, disk, scratch, gpus, maps in re.findall(
+    for name, ip, preset, cores, mem, disk, scratch, gpus, model, maps in re.findall(
             r'([\w-]+)=\{ip="([\d.]+)",preset="(\w+)",cores=(\d+),memory_mb=(\d+),disk_gb=(\d+),scratch_disk_gb=(\d+),'
-            r'gpus=(\d+),gpu_mappings=\[([^\]]*)\]\}', variables["gpu_workers"]):
+            r'gpus=(\d+),gpu_model="([^"]*)",gpu_mappings=\[([^\]]*)\]\}', variables["gpu_workers"]):
         workers[name] = {"ip": ip, "preset": preset, "cores": int(cores), "memory_mb": int(mem), "disk_gb": int(disk),
-                         "scratch_disk_gb": int(scratch), "gpus": int(gpus), "gpu_mappings": json.loads(f"[{maps}]")}
+                         "scratch_disk_gb": int(scratch), "gpus": int(gpus), "gpu_model": model,
+                         "gpu_mappings": json.loads(f"[{maps}]")}
     assert len(workers) == 4, variables["gpu_workers"]
     return {"proxmox_node": "pve1", "proxmox_host_address": "10.0.0.2", "template_vm_id": 9000, "scratch_storage": "x",
             "cluster_name": "homelab", "node_network": "10.0.0.0/24", "gateway": "10.0.0.1", "dns_servers": [],
