@@ -86,6 +86,16 @@ def test_admission_config_defaults_to_restricted_and_validates():
     assert plugin["configuration"]["exemptions"]["namespaces"] == ["kube-system", "team-a"]
 
 
+def broken(good, path, value):
+    """A copy of ``good`` with ``value`` at ``path`` (keys and indexes)."""
+    copy_ = json.loads(json.dumps(good))
+    target = copy_
+    for key in path[:-1]:
+        target = target[key]
+    target[path[-1]] = value
+    return copy_
+
+
 def test_admission_schema_catches_mistakes():
     """The schema is strict: a typo, an unknown level or a duplicate fails (it can fail)."""
     good = k3s_hardening.pod_security_admission_config()
@@ -99,12 +109,7 @@ def test_admission_schema_catches_mistakes():
         (("plugins", 0, "configuration", "apiVersion"), "pod-security.admission.config.k8s.io/v1beta2"),
         (("apiVersion",), "apiserver.k8s.io/v1"),
     ]:
-        broken = json.loads(json.dumps(good))
-        target = broken
-        for key in path[:-1]:
-            target = target[key]
-        target[path[-1]] = value
-        assert list(validator.iter_errors(broken)), path
+        assert list(validator.iter_errors(broken(good, path, value))), path
 
 
 @pytest.mark.parametrize("level, namespaces, version, fragment", [
@@ -241,12 +246,7 @@ def test_the_schema_refuses_a_wrong_resource_quota_entry():
         (("plugins", 0, "configuration", "limitedResource"), []),
         (("plugins", 0, "configuration", "limitedResources", 0, "resources"), "pods"),
     ]:
-        broken = json.loads(json.dumps(good))
-        target = broken
-        for key in path[:-1]:
-            target = target[key]
-        target[path[-1]] = value
-        assert list(validator.iter_errors(broken)), path
+        assert list(validator.iter_errors(broken(good, path, value))), path
     del good["plugins"][0]["configuration"]["limitedResources"][0]["resource"]
     assert list(validator.iter_errors(good))
 
