@@ -135,12 +135,24 @@ def _default_taints(variables, member):
 def _first_value(groups, hostvars, name):
     """The value of ``name`` on the first host that sets it, in ``groups['all']`` order (every host
     of the inventory), or in sorted ``hostvars`` order when ``groups`` has no ``all``; else None."""
+    return first_values(groups, hostvars, (name,)).get(name)
+
+
+def first_values(groups, hostvars, names):
+    """{name: :func:`_first_value`} of each of ``names`` some host sets, in one pass over the hosts
+    (it stops once every name is found): a name no host sets costs one pass, not one per name."""
     hostvars = hostvars or {}
+    wanted = frozenset(names)
+    found = {}
     for host in _list((groups or {}).get("all")) or sorted(hostvars):
         variables = hostvars.get(host)
-        if variables and name in variables:
-            return variables[name]
-    return None
+        if variables:
+            for name in wanted.intersection(variables):
+                if name not in found:
+                    found[name] = variables[name]
+            if len(found) == len(wanted):
+                break
+    return found
 
 
 def cluster_pools(groups, hostvars):
@@ -191,11 +203,24 @@ def _with_members(pools):
             for pool in pools]
 
 
-def _node(host, variables, member, pools):
+def _taints(texts, parsed):
+    """The taints of ``texts``, each text parsed once per build (``parsed``: text -> taint; every
+    node carries the same few texts)."""
+    taints = []
+    for text in texts:
+        if text not in parsed:
+            parsed[text] = parse_taint(text)
+        if parsed[text] is not None:
+            taints.append(dict(parsed[text]))
+    return taints
+
+
+def _node(host, variables, member, pools, parsed):
     name = node_name(host, variables)
     role = "server" if SERVERS in member else "agent"
-    count = node_vars.gpu_count(variables) if GPU_WORKERS in member else 0
-    pool = _pool_of(host, variables, pools) if GPU_WORKERS in member else None
+    gpu_worker = GPU_WORKERS in member
+    count = node_vars.gpu_count(variables) if gpu_worker else 0
+    pool = _pool_of(host, variables, pools) if gpu_worker else None
     if "k3s_node_labels" in variables:
         labels = [str(x) for x in _list(variables.get("k3s_node_labels"))]
     else:
@@ -212,21 +237,19 @@ def _node(host, variables, member, pools):
     if role == "server":
         label_map.update((key, "true") for key in SERVER_ROLE_LABELS)
     label_map.update(label_dict(labels))
-    taints = [t for t in (parse_taint(x) for x in taint_texts) if t is not None]
     cores = as_int(variables.get("gpu_cluster_vm_cores"))
     memory_mb = as_int(variables.get("gpu_cluster_vm_memory_mb"))
-    gpu = _gpu_resources(host, variables, pool, count)
+    gpu = _gpu_resources(host, variables, pool, count) if count > 0 else {}
     # a unit of these is a time-slice or a MIG instance: a container gets at most one (the device
     # plugin refuses more than one shared GPU with failRequestsGreaterThanOne; CUDA uses one MIG
     # instance per process)
-    shared = sorted(name for name, units in gpu.items() if name != GPU_RESOURCE or units > count)
+    shared = sorted(name for name, units in gpu.items() if name != GPU_RESOURCE or units > count) if gpu else []
     allocatable = {"pods": DEFAULT_PODS}
     if cores > 0:
         allocatable["cpu"] = cores * 1000  # millicores
     if memory_mb > 0:
         allocatable["memory"] = max(memory_mb * 1024 * 1024 - EVICTION_MEMORY, 0)  # bytes
     allocatable.update(gpu)
-    model = node_vars.gpu_model(variables)
     return {
         "name": name,
         "host": host,
@@ -236,11 +259,11 @@ def _node(host, variables, member, pools):
         "vcpus": cores,
         "memory_mb": memory_mb,
         "gpu_count": count,
-        "gpu_model": model if count > 0 else "",
+        "gpu_model": node_vars.gpu_model(variables) if count > 0 else "",
         "gpu_pci_mappings": [str(x) for x in _list(variables.get("gpu_cluster_gpu_pci_mappings"))],
         "pool": pool["name"] if pool is not None and count > 0 else "",
         "labels": label_map,
-        "taints": taints,
+        "taints": _taints(taint_texts, parsed),
         "allocatable": allocatable,
         "shared": shared,
     }
@@ -263,7 +286,8 @@ def build(groups, hostvars):
                 seen.add(host)
                 order.append(host)
     members = _with_members(pools)
-    nodes = [_node(host, hostvars.get(host) or {}, member.get(host, []), members) for host in order]
+    parsed = {}
+    nodes = [_node(host, hostvars.get(host) or {}, member.get(host, []), members, parsed) for host in order]
     return {"nodes": nodes, "pools": pools, "limited": limited_resources(nodes, pools)}
 
 

@@ -19,23 +19,39 @@ VERIFY_NAMESPACE = "gpu-cluster-verify"
 _VERIFY_IMAGES = dict((k, "verify/%s" % k) for k in ("cuda", "vectoradd", "pytorch", "busybox", "tensorflow"))
 
 
-def _value(groups, hostvars, name, default=None):
-    value = cluster_model._first_value(groups, hostvars, name)
+# The inventory values the workloads are built from (cluster-wide: the first host that sets each).
+VALUES = ("gpu_cluster_llm_models", "gpu_cluster_gpu_pools", "gpu_cluster_llm_namespace",
+          "gpu_cluster_jupyterhub_enabled", "gpu_cluster_jupyterhub_namespace", "gpu_cluster_jupyterhub_profiles",
+          "gpu_cluster_verify_smoke_tests", "gpu_cluster_verify_gpu_probe", "gpu_cluster_verify_tensorflow",
+          "gpu_cluster_verify_network", "gpu_cluster_verify_namespace")
+
+
+def _value(groups, hostvars, name, default=None, values=None):
+    """The inventory's value of ``name`` (one of VALUES); ``values``: :func:`inventory_values` of the
+    inventory when already read."""
+    if values is None:
+        values = cluster_model.first_values(groups, hostvars, (name,))
+    value = values.get(name)
     return default if value is None else value
+
+
+def inventory_values(groups, hostvars):
+    """VALUES of the inventory, read in one pass (the builders below take it as ``values``)."""
+    return cluster_model.first_values(groups, hostvars, VALUES)
 
 
 def _flag(value):
     return value is True or (isinstance(value, str) and value.strip().lower() in ("true", "yes", "on", "1"))
 
 
-def llm_workloads(groups, hostvars):
+def llm_workloads(groups, hostvars, values=None):
     """The pods of ``gpu_cluster_llm_models`` (engine ``deployment``: the Deployment's template;
     ``operator``: the pod the production-stack operator makes of a VLLMRuntime)."""
-    models = _value(groups, hostvars, "gpu_cluster_llm_models")
+    models = _value(groups, hostvars, "gpu_cluster_llm_models", values=values)
     if not isinstance(models, list) or not models:
         return []
-    pools = _value(groups, hostvars, "gpu_cluster_gpu_pools", [])
-    namespace = _value(groups, hostvars, "gpu_cluster_llm_namespace", vllm.DEFAULT_NAMESPACE)
+    pools = _value(groups, hostvars, "gpu_cluster_gpu_pools", [], values=values)
+    namespace = _value(groups, hostvars, "gpu_cluster_llm_namespace", vllm.DEFAULT_NAMESPACE, values=values)
     try:
         specs = [vllm.vllm_spec(entry, pools if isinstance(pools, list) else [], "deployment",
                                 vllm.DEFAULT_INGRESS_CLASS, namespace) for entry in models]
@@ -65,14 +81,14 @@ def profile_pod(spec):
     return pod
 
 
-def jupyterhub_workloads(groups, hostvars):
+def jupyterhub_workloads(groups, hostvars, values=None):
     """One pod per JupyterHub profile the hub would offer (when JupyterHub is enabled)."""
-    if not _flag(_value(groups, hostvars, "gpu_cluster_jupyterhub_enabled", False)):
+    if not _flag(_value(groups, hostvars, "gpu_cluster_jupyterhub_enabled", False, values=values)):
         return []
-    pools = _value(groups, hostvars, "gpu_cluster_gpu_pools", [])
+    pools = _value(groups, hostvars, "gpu_cluster_gpu_pools", [], values=values)
     pools = pools if isinstance(pools, list) else []
-    namespace = _value(groups, hostvars, "gpu_cluster_jupyterhub_namespace", "jupyterhub")
-    resolved = jupyterhub.resolve_profiles(_value(groups, hostvars, "gpu_cluster_jupyterhub_profiles"),
+    namespace = _value(groups, hostvars, "gpu_cluster_jupyterhub_namespace", "jupyterhub", values=values)
+    resolved = jupyterhub.resolve_profiles(_value(groups, hostvars, "gpu_cluster_jupyterhub_profiles", values=values),
                                            jupyterhub.inventory_workers(groups, hostvars), pools, False, namespace)
     result = []
     for entry in resolved["profiles"]:
@@ -98,24 +114,59 @@ def verify_workers(model):
     return workers
 
 
-def _verify_plan(groups, hostvars, model):
-    """(Jobs, namespace) as verify.yml plans them for the inventory (its default options)."""
+# The checks verify runs on every GPU worker (pinned to it); the others run once.
+PER_NODE_CHECKS = ("nvidia-smi", "vector-add", "pytorch", "gpu-probe")
+
+
+def _alike_workers(model):
+    """(one verify worker per node shape, {its node: [the other nodes of that shape]}): GPU nodes
+    with the same labels (but the hostname), taints, allocatable resources, GPU count, model and
+    sharing get the same per-node Jobs and are judged alike by the scheduler, so the proof judges
+    one of each and counts the others (linear in shapes, not in nodes)."""
+    by_name = dict((node["name"], node) for node in cluster_model.gpu_nodes(model))
+    firsts, alike = [], {}
+    first_of = {}
+    for worker in verify_workers(model):
+        node = by_name[worker["node"]]
+        key = (scheduling.node_shape(node), worker["gpu_count"], worker["model"], worker["shared"])
+        if key in first_of:
+            alike[first_of[key]].append(worker["node"])
+            continue
+        first_of[key] = worker["node"]
+        alike[worker["node"]] = []
+        firsts.append(worker)
+    return firsts, alike
+
+
+def _verify_plan(groups, hostvars, model, values=None):
+    """(Jobs, namespace, alike) as verify.yml plans them for the inventory (its default options),
+    the per-node Jobs planned for one node of each shape (``alike``: :func:`_alike_workers`)."""
     options = {}
     for key, name in (("smoke_tests", "gpu_cluster_verify_smoke_tests"), ("gpu_probe", "gpu_cluster_verify_gpu_probe"),
                       ("tensorflow", "gpu_cluster_verify_tensorflow"), ("network", "gpu_cluster_verify_network")):
-        value = _value(groups, hostvars, name)
+        value = _value(groups, hostvars, name, values=values)
         if value is not None:
             options[key] = _flag(value)
-    namespace = _value(groups, hostvars, "gpu_cluster_verify_namespace", VERIFY_NAMESPACE)
-    nodes = [node["name"] for node in model["nodes"]]
+    namespace = _value(groups, hostvars, "gpu_cluster_verify_namespace", VERIFY_NAMESPACE, values=values)
+    nodes = [node["name"] for node in model["nodes"][:2]]
     # the pod-network check's pods (one per node, alike but for the node) are judged as one workload
-    # on every node: linear in node shapes, not in nodes
-    return verify.plan_jobs(verify_workers(model), nodes[:2], _VERIFY_IMAGES, options), namespace
+    # on every node; the first worker of each shape comes first in the plan's order, so the once-only
+    # Jobs (multi-GPU, TensorFlow) land where verify.yml puts them
+    firsts, alike = _alike_workers(model)
+    return verify.plan_jobs(firsts, nodes, _VERIFY_IMAGES, options), namespace, alike
+
+
+def _others(job, alike):
+    """The nodes that run the same per-node Job as ``job``'s node ([] for a once-only Job)."""
+    if job.get("check") not in PER_NODE_CHECKS:
+        return []
+    return alike.get(job.get("node"), [])
 
 
 def verify_workloads(groups, hostvars, model, plan=None):
-    """The verify Jobs' pods, as verify.yml plans them for the inventory (its default options)."""
-    jobs, namespace = plan or _verify_plan(groups, hostvars, model)
+    """The verify Jobs' pods, as verify.yml plans them for the inventory (its default options); a
+    per-node Job stands for its node and the nodes alike (``alike``, ``replicas``)."""
+    jobs, namespace, alike = plan or _verify_plan(groups, hostvars, model)
     result = []
     for job in jobs:
         pod = verify.job_manifests(job, namespace)[-1]["spec"]["template"]["spec"]
@@ -126,14 +177,23 @@ def verify_workloads(groups, hostvars, model, plan=None):
             result.append({"name": "verify pod-network check (a pod on every node)", "namespace": namespace,
                            "pod": pod, "every_node": True})
             continue
+        others = _others(job, alike)
+        if others:  # the Job verify.yml names after each node (plan_jobs: check prefix + node slug)
+            prefix = job["name"][:-len(verify.slug(job["node"]))]
+            result.append({"name": "verify Job %s" % job["name"], "namespace": namespace, "pod": pod,
+                           "alike": [("verify Job %s%s" % (prefix, verify.slug(node)), node) for node in others],
+                           "replicas": 1 + len(others)})
+            continue
         result.append({"name": "verify Job %s" % job["name"], "namespace": namespace, "pod": pod})
     return result
 
 
 def verify_quotas(model, plan):
-    """The verify namespace's own quota for the reserved pools' resources (verify.grant_quota)."""
-    jobs, namespace = plan
-    quota = verify.grant_quota(jobs, namespace, model.get("limited"))
+    """The verify namespace's own quota for the reserved pools' resources (verify.grant_quota), as
+    much as the Jobs of every node ask."""
+    jobs, namespace, alike = plan
+    every = [dict(job, gpus=int(job.get("gpus") or 0) * (1 + len(_others(job, alike)))) for job in jobs]
+    quota = verify.grant_quota(every, namespace, model.get("limited"))
     return [quota] if quota else []
 
 
@@ -145,19 +205,22 @@ def smoke_workloads(model):
     return [{"name": "CUDA smoke pod", "namespace": pod["metadata"]["namespace"], "pod": pod["spec"]}]
 
 
-def pool_quotas(groups, hostvars):
-    """The ResourceQuotas the GPU pools render (gpu_pools.resource_quotas), [] without sound pools."""
-    pools = cluster_model.cluster_pools(groups, hostvars)
-    if not pools:
+def pool_quotas(groups, hostvars, model=None):
+    """The ResourceQuotas the GPU pools render (gpu_pools.resource_quotas), [] without sound pools
+    or when no pool is reserved for some namespaces (only those get quotas); ``model``: the
+    inventory's cluster model when already built (its sound pools)."""
+    pools = model["pools"] if model is not None else cluster_model.cluster_pools(groups, hostvars)
+    if not any(pool.get("namespaces") for pool in pools):
         return []
     workers = gpu_pools.workers_view(dict((h, (hostvars or {}).get(h) or {}) for h in (groups or {}).get("gpu_workers") or []))
     return gpu_pools.resource_quotas(pools, workers)
 
 
-def workloads(groups, hostvars, model=None, plan=None):
+def workloads(groups, hostvars, model=None, plan=None, values=None):
     """Every workload, in deploy order (storage and GPU stack first, then apps, then verify)."""
     model = model or cluster_model.build(groups, hostvars)
-    return (smoke_workloads(model) + llm_workloads(groups, hostvars) + jupyterhub_workloads(groups, hostvars)
+    values = values if values is not None else inventory_values(groups, hostvars)
+    return (smoke_workloads(model) + llm_workloads(groups, hostvars, values) + jupyterhub_workloads(groups, hostvars, values)
             + verify_workloads(groups, hostvars, model, plan))
 
 
@@ -173,9 +236,11 @@ def proof(groups, hostvars, model=None):
     workload against the model's nodes, the pools' quotas and verify's own, and the API server's
     limitedResources); ``model``: the inventory's cluster model when already built."""
     model = model or cluster_model.build(groups, hostvars)
-    plan = _verify_plan(groups, hostvars, model)
-    quotas = pool_quotas(groups, hostvars) + verify_quotas(model, plan)
-    result = scheduling.prove(workloads(groups, hostvars, model, plan), model["nodes"], quotas, admission_limits(model))
+    values = inventory_values(groups, hostvars)
+    plan = _verify_plan(groups, hostvars, model, values)
+    quotas = pool_quotas(groups, hostvars, model) + verify_quotas(model, plan)
+    result = scheduling.prove(workloads(groups, hostvars, model, plan, values), model["nodes"], quotas,
+                              admission_limits(model))
     result["table"] = scheduling.table(result)
     return result
 

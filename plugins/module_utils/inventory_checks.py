@@ -413,7 +413,7 @@ KINDS = {
     "ip": (lambda v: _ip(v) is not None, "not an IP address; use a literal address (like 10.0.0.100)"),
     "ip_list": (lambda v: isinstance(v, list) and bool(v) and all(_ip(item) is not None for item in v),
                 "use a list of IP addresses (like [10.0.0.1])"),
-    "host": (lambda v: _ip(v) is not None or _full(HOST_NAME_RE, v), "use an IP address or a DNS name (like 10.0.0.30)"),
+    "host": (lambda v: _full(_IPV4, v) or _ip(v) is not None or _full(HOST_NAME_RE, v), "use an IP address or a DNS name (like 10.0.0.30)"),
     "nfs_path": lambda v: _path_advice(v, "/export/k3s"),
     "mount_path": lambda v: _path_advice(v, "/mnt/fast-scratch"),
     "file_path": (lambda v: _is_str(v) and (v.startswith("/") or v.startswith("~/")) and _full(ANY_PATH_RE, v) and not v.endswith("/"),
@@ -509,34 +509,47 @@ def _check_k3s_version(where, name, value):
     return []
 
 
-def _by_value(hostvars, hosts, names):
-    """{name: [(value, [host, ...]), ...]} of the ``names`` each host sets, one entry per distinct value
-    (by repr) in the order first seen. Linear: each host's keys are intersected with ``names`` once,
-    and values are grouped by identity before repr (group_vars give every host the same object)."""
-    wanted = frozenset(names)
-    by_id = dict((name, {}) for name in names)
+def _host_values(hostvars, hosts, names=None):
+    """{name: {id(value): (value, [host, ...])}} of the variables the hosts set (``names``: only
+    these), in one pass over the hosts. Linear: values are grouped by identity (group_vars give every
+    host the same object), so each check judges a distinct value once; :func:`_distinct` merges equal
+    values of different objects."""
+    wanted = frozenset(names) if names is not None else None
+    index = {}
     for host in hosts:
         variables = hostvars.get(host) if isinstance(hostvars, dict) else None
         if not isinstance(variables, dict):
             continue
-        for name in wanted.intersection(variables):
+        for name in (wanted.intersection(variables) if wanted is not None else variables):
             value = variables[name]
-            entry = by_id[name].get(id(value))
+            entries = index.get(name)
+            if entries is None:
+                entries = index[name] = {}
+            entry = entries.get(id(value))
             if entry is None:
-                by_id[name][id(value)] = (value, [host])
+                entries[id(value)] = (value, [host])
             else:
                 entry[1].append(host)
-    result = {}
-    for name, entries in by_id.items():
-        merged = {}
-        for value, on in entries.values():
-            key = repr(value)
-            if key in merged:
-                merged[key][1].extend(on)
-            else:
-                merged[key] = (value, list(on))
-        result[name] = list(merged.values())
-    return result
+    return index
+
+
+def _distinct(index, name):
+    """[(value, [host, ...]), ...] of ``name`` in ``index`` (:func:`_host_values`), one entry per
+    distinct value (by repr) in the order first seen."""
+    merged = {}
+    for value, on in index.get(name, {}).values():
+        key = repr(value)
+        if key in merged:
+            merged[key][1].extend(on)
+        else:
+            merged[key] = (value, list(on))
+    return list(merged.values())
+
+
+def _by_value(hostvars, hosts, names):
+    """{name: [(value, [host, ...]), ...]} of the ``names`` each host sets (:func:`_distinct`)."""
+    index = _host_values(hostvars, hosts, names)
+    return dict((name, _distinct(index, name)) for name in names)
 
 
 def _cluster_values(groups, hostvars):
@@ -626,41 +639,62 @@ def _check_names(groups):
     return problems
 
 
+def _ip_number(value):
+    """(version, integer) of an IP address string, or None: dotted quads without an object (preflight
+    reads every node's address), anything else through :func:`_ip`."""
+    if isinstance(value, str) and _IPV4.fullmatch(value):
+        a, b, c, d = value.split(".")
+        return 4, (int(a) << 24) | (int(b) << 16) | (int(c) << 8) | int(d)
+    address = _ip(value)
+    return None if address is None else (address.version, int(address))
+
+
+def _address(number):
+    """The ip_address of a :func:`_ip_number`."""
+    return ipaddress.IPv4Address(number[1]) if number[0] == 4 else ipaddress.IPv6Address(number[1])
+
+
 def _check_node_ips(groups, hostvars, network, vip, gateway):
     problems = []
     cluster = set(_cluster_hosts(groups))
     owners = {}
     everyone = _unique(_group(groups, "all") + _cluster_hosts(groups) + _group(groups, PROXMOX_HOSTS)) or list(hostvars)
-    # the network and broadcast addresses no node may have (none in a /31 or /32)
-    edges = (network.network_address, network.broadcast_address) if network is not None and network.num_addresses > 2 else ()
+    # addresses as (version, integer): compared without an object per node
+    if network is not None:
+        version, low, high = network.version, int(network.network_address), int(network.broadcast_address)
+        # the network and broadcast addresses no node may have (none in a /31 or /32)
+        edges = (low, high) if network.num_addresses > 2 else ()
+    vip = (vip.version, int(vip)) if vip is not None else None
+    gateway = (gateway.version, int(gateway)) if gateway is not None else None
     for host in everyone:
         variables = _vars(hostvars, host)
         value = node_ip(variables)
-        address = _ip(value)
+        number = _ip_number(value)
         if host in cluster:
             if value is None:
                 problems.append("%s: has no node IP; set ansible_host or gpu_cluster_node_ip to its address in gpu_cluster_node_network" % host)
                 continue
-            if address is None:
+            if number is None:
                 source = "gpu_cluster_node_ip" if "gpu_cluster_node_ip" in variables else "ansible_host"
                 problems.append("%s: node IP %r (from %s) is not an IP address; set gpu_cluster_node_ip to the node's address" % (host, value, source))
                 continue
-            if network is not None and address.version == network.version:
-                if address not in network:
-                    problems.append("%s: node IP %s is outside gpu_cluster_node_network %s; change the address or the network" % (host, address, network))
-                elif edges and address in edges:
-                    problems.append("%s: node IP %s is the network or broadcast address of %s; pick a host address" % (host, address, network))
+            if network is not None and number[0] == version:
+                if not low <= number[1] <= high:
+                    problems.append("%s: node IP %s is outside gpu_cluster_node_network %s; change the address or the network"
+                                    % (host, _address(number), network))
+                elif number[1] in edges:
+                    problems.append("%s: node IP %s is the network or broadcast address of %s; pick a host address" % (host, _address(number), network))
             elif network is not None:
-                problems.append("%s: node IP %s is not of the same IP version as gpu_cluster_node_network %s" % (host, address, network))
-            if vip is not None and address == vip:
-                problems.append("%s: node IP %s equals gpu_cluster_api_vip; the VIP must be a free address, change one of them" % (host, address))
-            if gateway is not None and address == gateway:
-                problems.append("%s: node IP %s equals gpu_cluster_gateway; change the node address" % (host, address))
-        if address is not None:
-            owners.setdefault(address, []).append(host)
-    for address, hosts in owners.items():
+                problems.append("%s: node IP %s is not of the same IP version as gpu_cluster_node_network %s" % (host, _address(number), network))
+            if number == vip:
+                problems.append("%s: node IP %s equals gpu_cluster_api_vip; the VIP must be a free address, change one of them" % (host, _address(number)))
+            if number == gateway:
+                problems.append("%s: node IP %s equals gpu_cluster_gateway; change the node address" % (host, _address(number)))
+        if number is not None:
+            owners.setdefault(number, []).append(host)
+    for number, hosts in owners.items():
         if len(hosts) > 1:
-            problems.append("%s: share the IP %s; give every host its own address (ansible_host / gpu_cluster_node_ip)" % (", ".join(hosts), address))
+            problems.append("%s: share the IP %s; give every host its own address (ansible_host / gpu_cluster_node_ip)" % (", ".join(hosts), _address(number)))
     return problems
 
 
@@ -837,37 +871,33 @@ def _where(hosts):
     return hosts[0] if len(hosts) == 1 else "%s (and %d other host(s))" % (hosts[0], len(hosts) - 1)
 
 
-def _check_host_variables(hostvars, hosts):
-    """HOST_VARIABLES on every host that sets them; one message per distinct bad value."""
+def _check_host_variables(index):
+    """HOST_VARIABLES on every host that sets them; one message per distinct bad value (``index``:
+    :func:`_host_values` of every host)."""
     problems = []
-    grouped = _by_value(hostvars, hosts, HOST_VARIABLES)
     for name, kind in HOST_VARIABLES.items():
-        for value, on in grouped[name]:
+        for value, on in _distinct(index, name):
             if name == "ansible_host" and value is None:
                 continue
             problems.extend(_check_kind(_where(on), name, kind, value))
     return problems
 
 
-def _check_kubelet_labels(hostvars, hosts):
+def _check_kubelet_labels(index):
     """Labels the kubelet would register with (gpu_cluster_node_labels, k3s_node_labels, node-label in
     k3s_node_config_extra) that it may not set: it refuses to start with them (k3s.kubelet_may_set_label)."""
     by_label = {}
-    refused = {}  # id(value) -> its refused labels (group_vars give every host the same object)
-    for host in hosts:
-        variables = _vars(hostvars, host)
-        extra = variables.get("k3s_node_config_extra")
-        sources = [("gpu_cluster_node_labels", variables.get("gpu_cluster_node_labels")),
-                   ("k3s_node_labels", variables.get("k3s_node_labels")),
-                   ("k3s_node_config_extra node-label", extra.get("node-label") if isinstance(extra, dict) else None)]
-        for name, value in sources:
+    sources = [(name, name, lambda value: value) for name in ("gpu_cluster_node_labels", "k3s_node_labels")]
+    sources.append(("k3s_node_config_extra", "k3s_node_config_extra node-label",
+                    lambda value: value.get("node-label") if isinstance(value, dict) else None))
+    for variable, name, read in sources:
+        for found, on in index.get(variable, {}).values():
+            value = read(found)
             if value is None:
                 continue
-            if id(value) not in refused:
-                items = value if isinstance(value, list) else [value] if _is_str(value) else []
-                refused[id(value)] = (value, refused_node_labels([item for item in items if _is_str(item)]))
-            for label in refused[id(value)][1]:
-                by_label.setdefault((name, label), []).append(host)
+            items = value if isinstance(value, list) else [value] if _is_str(value) else []
+            for label in refused_node_labels([item for item in items if _is_str(item)]):
+                by_label.setdefault((name, label), []).extend(on)
     return ["%s: %s holds %s, a label under kubernetes.io or k8s.io that the kubelet may not set on its own node "
             "(it refuses to start: only kubernetes.io/hostname, os, arch, instance-type, topology zone/region and "
             "keys under node.kubernetes.io or kubelet.kubernetes.io are allowed); move it to k3s_node_api_labels, "
@@ -875,34 +905,35 @@ def _check_kubelet_labels(hostvars, hosts):
             for (name, label), on in by_label.items()]
 
 
-def _check_versions_elsewhere(hostvars, hosts):
-    """Every gpu_cluster_*_version on any host is pinned (not only the known ones)."""
-    problems = []
-    reported = set()
-    checked = set()  # (name, id(value)) already judged: group_vars give every host the same object
-    for host in hosts:
-        for name, value in _vars(hostvars, host).items():
-            if not (_is_str(name) and name.endswith("_version") and name.startswith("gpu_cluster_")) or (name, id(value)) in checked:
-                continue
-            checked.add((name, id(value)))
-            if name not in CLUSTER_VARIABLES and name not in reported:
-                found = _check_pinned(host, name, value)
-                if found:
-                    reported.add(name)
-                    problems.extend(found)
-    return problems
+def _check_versions_elsewhere(index, hosts):
+    """Every gpu_cluster_*_version on any host is pinned (not only the known ones): one message per
+    variable, naming the first host (in ``hosts`` order) with a bad value, in that host's order."""
+    found = []
+    position = None
+    for name, entries in index.items():
+        if not (_is_str(name) and name.endswith("_version") and name.startswith("gpu_cluster_")) or name in CLUSTER_VARIABLES:
+            continue
+        bad = [(value, on) for value, on in entries.values() if _check_pinned(on[0], name, value)]
+        if bad:
+            position = position or dict((host, i) for i, host in enumerate(hosts))
+            value, host = min(((value, on[0]) for value, on in bad), key=lambda entry: position[entry[1]])
+            found.append((position[host], name, _check_pinned(host, name, value)))
+    # in the order a walk over the hosts, then each host's variables, meets them
+    return [problem for _first, _name, problems in sorted(found, key=lambda entry: entry[0]) for problem in problems]
 
 
-def _check_sizes(hostvars, hosts):
-    problems = []
-    for host in hosts:
-        variables = _vars(hostvars, host)
-        for name in POSITIVE_INT_VARIABLES:
-            if name in variables:
-                value = variables[name]
-                if not node_vars.is_int(value) or value <= 0:
-                    problems.append("%s: %s is %r; use a positive integer" % (host, name, value))
-    return problems
+def _check_sizes(index, hosts):
+    """POSITIVE_INT_VARIABLES: one message per host with a bad value, host by host (``hosts`` order)."""
+    bad = []
+    for rank, name in enumerate(POSITIVE_INT_VARIABLES):
+        for value, on in index.get(name, {}).values():
+            if not node_vars.is_int(value) or value <= 0:
+                bad.extend((host, rank, name, value) for host in on)
+    if not bad:
+        return []
+    position = dict((host, i) for i, host in enumerate(hosts))
+    return ["%s: %s is %r; use a positive integer" % (host, name, value)
+            for host, _rank, name, value in sorted(bad, key=lambda entry: (position[entry[0]], entry[1]))]
 
 
 def _check_pci_ids(host, ids):
@@ -1085,10 +1116,11 @@ def inventory_problems(groups, hostvars, role_specs=None, schedule=True):
     problems.extend(_guarded(_check_node_ips, groups, hostvars, network, vip, gateway))
     problems.extend(_guarded(_check_addresses, groups, hostvars, values, network, vip))
     everyone = _unique(_group(groups, "all") + _cluster_hosts(groups) + _group(groups, PROXMOX_HOSTS)) or [h for h in hostvars if _is_str(h)]
-    problems.extend(_guarded(_check_host_variables, hostvars, everyone))
-    problems.extend(_guarded(_check_kubelet_labels, hostvars, everyone))
-    problems.extend(_guarded(_check_sizes, hostvars, everyone))
-    problems.extend(_guarded(_check_versions_elsewhere, hostvars, everyone))
+    index = _host_values(hostvars, everyone)  # every variable of every host, by value (one pass)
+    problems.extend(_guarded(_check_host_variables, index))
+    problems.extend(_guarded(_check_kubelet_labels, index))
+    problems.extend(_guarded(_check_sizes, index, everyone))
+    problems.extend(_guarded(_check_versions_elsewhere, index, everyone))
     problems.extend(_guarded(_check_role_variables, hostvars, everyone, role_specs))
     try:
         proxmox_problems, devices = _check_proxmox_hosts(groups, hostvars)

@@ -544,14 +544,19 @@ INVENTORY_DEFAULTS = {"mode": "rancher", "tls_source": "rancher", "gitrepo_branc
 
 def management_inventory_problems(groups, hostvars):
     """Preflight of the whole inventory: the management settings' shape (no vaulted value is read)."""
-    hosts = list((groups or {}).get("all") or []) + sorted(hostvars or {})
+    hosts = list((groups or {}).get("all") or []) or sorted(hostvars or {})
+    wanted = frozenset(INVENTORY_SETTINGS.values())
+    found = {}
+    for host in hosts:  # one pass, each setting from the first host that sets it
+        variables = (hostvars or {}).get(host) or {}
+        for name in wanted.intersection(variables):
+            found.setdefault(name, variables[name])
+        if len(found) == len(wanted):
+            break
     settings = dict(INVENTORY_DEFAULTS)
     for key, name in INVENTORY_SETTINGS.items():
-        for host in hosts:
-            variables = (hostvars or {}).get(host) or {}
-            if name in variables:
-                settings[key] = variables[name]
-                break
+        if name in found:
+            settings[key] = found[name]
     return management_problems(settings, secrets_needed=False)
 
 

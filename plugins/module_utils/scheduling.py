@@ -202,10 +202,17 @@ def refusal(pod, node, requests=None):
         pod, node, pod_requests(pod) if requests is None else requests)
 
 
-def _shape(node):
-    labels = tuple(sorted((k, v) for k, v in node["labels"].items() if k != HOSTNAME_LABEL))
-    taints = tuple((t["key"], t.get("value") or "", t["effect"]) for t in node.get("taints") or [])
-    return labels, taints, tuple(sorted((node.get("allocatable") or {}).items()))
+def node_shape(node):
+    """What the scheduler sees of a node but its name: labels (but the hostname), taints, allocatable.
+    In the order the node gives them (the cluster model builds every node in one order): nodes alike
+    but for the order share no shape and are judged apart, which is slower, never wrong."""
+    labels = tuple(node["labels"].items())
+    if labels and labels[0][0] == HOSTNAME_LABEL:
+        labels = labels[1:]
+    elif any(key == HOSTNAME_LABEL for key, _value in labels):
+        labels = tuple(item for item in labels if item[0] != HOSTNAME_LABEL)
+    taints = tuple((t["key"], t.get("value") or "", t["effect"]) for t in node.get("taints") or ())
+    return labels, taints, tuple((node.get("allocatable") or {}).items())
 
 
 class Index(object):
@@ -214,9 +221,17 @@ class Index(object):
     def __init__(self, nodes):
         self.by_name = {}
         self.shapes = {}
+        names = {}
         for node in nodes or []:
             self.by_name[node["name"]] = node
-            self.shapes.setdefault(_shape(node), []).append(node)
+            shape = node_shape(node)
+            if shape in self.shapes:
+                names[shape].append(node["name"])
+            else:
+                self.shapes[shape] = node
+                names[shape] = [node["name"]]
+        # [(a node of the shape, the names of its nodes)]
+        self.groups = [(node, names[shape]) for shape, node in self.shapes.items()]
 
     def place(self, pod, requests):
         """(fitting node names, {reason: [node names]}) for one pod."""
@@ -228,12 +243,12 @@ class Index(object):
             reason = refusal(pod, node, requests)
             return ([], {reason: [node["name"]]}) if reason else ([node["name"]], {})
         fits, refused = [], {}
-        for members in self.shapes.values():
-            reason = refusal(pod, members[0], requests)
+        for node, names in self.groups:
+            reason = refusal(pod, node, requests)
             if reason:
-                refused.setdefault(reason, []).extend(m["name"] for m in members)
+                refused.setdefault(reason, []).extend(names)
             else:
-                fits.extend(m["name"] for m in members)
+                fits.extend(names)
         return fits, refused
 
 
@@ -291,11 +306,13 @@ def uncovered(requests, namespace, quotas=None, limited_resources=None):
 def prove(workloads, nodes, quotas=None, limited_resources=None):
     """Place every workload: ``{rows, problems}``.
 
-    ``workloads``: ``[{name, namespace, pod, replicas?, every_node?, alone?}]`` (``pod`` a PodSpec;
-    ``every_node``: one pod per node, each node must take it; ``alone``: a choice of which one runs at a
-    time, its quota judged alone, like a JupyterHub profile); ``nodes``: the cluster
-    model's nodes; ``quotas``: the ResourceQuota objects we render; ``limited_resources``: the
-    ResourceQuota admission plugin's ``limitedResources``. Each row is ``{workload, namespace, asks,
+    ``workloads``: ``[{name, namespace, pod, replicas?, every_node?, alone?, alike?}]`` (``pod`` a
+    PodSpec; ``every_node``: one pod per node, each node must take it; ``alike``: ``[(name, node)]``,
+    the same pod pinned to each of these nodes, shaped like the one ``pod`` is pinned to
+    (:func:`node_shape`): judged once, a row each;
+    ``alone``: a choice of which one runs at a time, its quota judged alone, like a JupyterHub
+    profile); ``nodes``: the cluster model's nodes; ``quotas``: the ResourceQuota objects we
+    render; ``limited_resources``: the ResourceQuota admission plugin's ``limitedResources``. Each row is ``{workload, namespace, asks,
     nodes, refused}`` (``refused``: {reason: [node names]}); each problem names the workload, what it
     asks and why each node refuses it."""
     index = Index(nodes)
@@ -310,16 +327,24 @@ def prove(workloads, nodes, quotas=None, limited_resources=None):
         replicas = max(int(workload.get("replicas", 1) or 0), 0)
         fits, refused = index.place(pod, requests)
         asks = _asks(requests) or "nothing"
+        alike = [(str(name), str(node)) for name, node in workload.get("alike") or []]
         rows.append({"workload": workload["name"], "namespace": namespace, "asks": asks, "nodes": fits,
                      "refused": refused})
+        for name, node in alike:  # the same pod pinned to a node shaped like the one judged
+            rows.append({"workload": name, "namespace": namespace, "asks": asks, "nodes": [node] if fits else [],
+                         "refused": {} if fits else dict((reason, [node]) for reason in refused)})
+        title = workload["name"]
+        if alike:
+            title += " (and the same on the %d nodes alike: %s)" % (len(alike), _names(node for _, node in alike))
+            refused = dict((reason, names + [node for _, node in alike]) for reason, names in refused.items())
         if workload.get("every_node") and refused:
             why = "; ".join("%s: %s" % (_names(names), reason) for reason, names in sorted(refused.items()))
             problems.append("%s (namespace %s) puts a pod on every node, and some refuse it: %s" % (
-                workload["name"], namespace, why))
+                title, namespace, why))
         elif not fits and replicas > 0:
             why = "; ".join("%s: %s" % (_names(names), reason) for reason, names in sorted(refused.items()))
             problems.append("%s (namespace %s) asks %s and fits no node: %s"
-                            % (workload["name"], namespace, asks, why or "the cluster has no nodes"))
+                            % (title, namespace, asks, why or "the cluster has no nodes"))
         unadmitted = set(usage[len("requests."):] for usage in uncovered(requests, namespace, quotas, limited_resources)) if limited else ()
         for name in sorted(requests):
             if not requests[name]:
@@ -329,7 +354,7 @@ def prove(workloads, nodes, quotas=None, limited_resources=None):
                     "%s (namespace %s) asks %s %s, which the API server's ResourceQuota admission limits "
                     "(limitedResources) to namespaces whose quota grants it, and %s has none: grant it in the "
                     "pool's namespaces or choose another pool"
-                    % (workload["name"], namespace, name, _show(name, requests[name]), namespace))
+                    % (title, namespace, name, _show(name, requests[name]), namespace))
             elif name in hard.get(namespace, {}):
                 total = used.get((namespace, name), 0) + requests[name] * max(replicas, 1)
                 if not workload.get("alone"):
@@ -338,7 +363,7 @@ def prove(workloads, nodes, quotas=None, limited_resources=None):
                     problems.append(
                         "%s (namespace %s) asks %s %s, beyond the namespace's ResourceQuota (%s of %s in all): "
                         "the quota admission refuses its pod; grant the namespace the pool or ask less"
-                        % (workload["name"], namespace, name, _show(name, requests[name] * replicas),
+                        % (title, namespace, name, _show(name, requests[name] * replicas),
                            _show(name, total), _show(name, hard[namespace][name])))
     return {"rows": rows, "problems": problems}
 

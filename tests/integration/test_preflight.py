@@ -190,3 +190,20 @@ def test_limit_without_localhost_still_runs_preflight(tmp_path, limit):
     assert "UNREACHABLE" not in output
     limited = {"wk-gpu1"} if limit == "wk-gpu1" else {"cp1", "cp2"}
     assert recap_hosts(output) and set(recap_hosts(output)) <= limited, output
+
+
+def test_schedule_playbook_prints_every_verify_job_of_the_homelab(tmp_path):
+    """cps.gpu_cluster.schedule with every setting at its default: the table names each verify Job
+    verify.yml creates (wk-gpu1 and wk-gpu2 are alike and judged once, yet both listed), each on its
+    node, with the pool's resource on the pooled nodes."""
+    result = run_preflight(materialise({}, tmp_path), "playbooks/schedule.yml")
+    output = result.stdout + result.stderr
+    assert result.returncode == 0, output
+    for line in ("verify Job smi-wk-gpu1 [gpu-cluster-verify] asks nvidia.com/gpu 1 -> wk-gpu1",
+                 "verify Job smi-wk-gpu2 [gpu-cluster-verify] asks nvidia.com/gpu 1 -> wk-gpu2",
+                 "verify Job gpuprobe-wk-gpu2 [gpu-cluster-verify] asks nvidia.com/gpu 2 -> wk-gpu2",
+                 "verify Job smi-wk-gpu3 [gpu-cluster-verify] asks nvidia.com/gpu.shared 1 -> wk-gpu3",
+                 "verify Job smi-wk-gpu4 [gpu-cluster-verify] asks nvidia.com/mig-1g.10gb 1 -> wk-gpu4"):
+        assert line in output, output
+    assert "NO NODE" not in output
+    assert "cpu-only" in output or "JupyterHub profile" in output, output

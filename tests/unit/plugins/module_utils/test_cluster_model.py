@@ -317,3 +317,67 @@ def test_changed_gpu_taints_are_followed_by_verify_and_refused_for_the_others(ho
     refused = " ".join(result["problems"])
     assert "vLLM model" in refused and "taint dedicated=ml:NoSchedule not tolerated" in refused
     assert "CUDA smoke pod" in refused and "JupyterHub profile gpu-1" in refused
+
+
+# ------------------------------------------------------------------------------ nodes alike, judged once
+def test_gpu_workers_alike_are_judged_once_and_reported_each(homelab):
+    """wk-gpu1 and wk-gpu2 (training pool, same model, count, labels and taints) share one judgement
+    of each per-node verify Job; the rows still name every Job verify.yml creates, each on its node."""
+    groups, hostvars = homelab
+    model = cmod.build(groups, hostvars)
+    plan = cw._verify_plan(groups, hostvars, model)
+    jobs, _namespace, alike = plan
+    assert alike == {"wk-gpu1": ["wk-gpu2"], "wk-gpu3": [], "wk-gpu4": []}
+    assert "smi-wk-gpu2" not in [job["name"] for job in jobs]
+    workloads = {w["name"]: w for w in cw.verify_workloads(groups, hostvars, model, plan)}
+    assert workloads["verify Job smi-wk-gpu1"]["alike"] == [("verify Job smi-wk-gpu2", "wk-gpu2")]
+    assert workloads["verify Job smi-wk-gpu1"]["replicas"] == 2
+    assert "alike" not in workloads["verify Job multigpu-wk-gpu1"]  # a once-only Job stays once
+    rows = {row["workload"]: row for row in cw.proof(groups, hostvars, model)["rows"]}
+    for check in ("smi", "vectoradd", "pytorch", "gpuprobe"):
+        assert rows[f"verify Job {check}-wk-gpu1"]["nodes"] == ["wk-gpu1"]
+        assert rows[f"verify Job {check}-wk-gpu2"]["nodes"] == ["wk-gpu2"]
+
+
+def test_a_refused_pod_on_nodes_alike_names_every_node():
+    nodes = [dict(MIG, name=n, labels={"kubernetes.io/hostname": n}) for n in ("m1", "m2", "m3")]
+    pod = {"containers": [{"resources": {"limits": {"nvidia.com/mig-1g.10gb": 20}}}],
+           "nodeSelector": {"kubernetes.io/hostname": "m1"}}
+    result = sch.prove([{"name": "job-m1", "namespace": "default", "pod": pod,
+                         "alike": [("job-m2", "m2"), ("job-m3", "m3")], "replicas": 3}], nodes)
+    assert [row["workload"] for row in result["rows"]] == ["job-m1", "job-m2", "job-m3"]
+    assert [list(row["refused"].values()) for row in result["rows"]] == [[["m1"]], [["m2"]], [["m3"]]]
+    assert len(result["problems"]) == 1
+    assert result["problems"][0].startswith("job-m1 (and the same on the 2 nodes alike: m2, m3) (namespace default) asks")
+    assert "m1, m2, m3: " in result["problems"][0]
+
+
+def test_the_verify_quota_counts_every_node_alike(homelab):
+    """A reserved MIG pool of three alike nodes: verify's grant covers the Jobs of all three."""
+    groups, hostvars = copy.deepcopy(homelab)
+    pools = copy.deepcopy(hostvars["wk-gpu4"]["gpu_cluster_gpu_pools"])
+    for pool in pools:
+        if pool["name"] == "inference":
+            pool["nodes"] = ["wk-gpu3", "wk-gpu4"]
+        elif pool.get("nodes") and "wk-gpu3" in pool["nodes"]:
+            pool["nodes"] = [n for n in pool["nodes"] if n != "wk-gpu3"]
+    pools = [pool for pool in pools if pool.get("nodes") != []]
+    for host in hostvars:
+        if "gpu_cluster_gpu_pools" in hostvars[host]:
+            hostvars[host]["gpu_cluster_gpu_pools"] = pools
+    hostvars["wk-gpu3"].update({k: hostvars["wk-gpu4"][k] for k in ("gpu_cluster_gpu_model", "gpu_cluster_gpu_count")
+                                if k in hostvars["wk-gpu4"]})
+    model = cmod.build(groups, hostvars)
+    plan = cw._verify_plan(groups, hostvars, model)
+    assert plan[2]["wk-gpu3"] == ["wk-gpu4"]
+    quota = cw.verify_quotas(model, plan)[0]
+    assert quota["spec"]["hard"] == {"requests.nvidia.com/mig-1g.10gb": "6"}  # 3 Jobs of one unit on each node
+    assert cw.proof(groups, hostvars, model)["problems"] == []
+
+
+def test_first_values_reads_every_name_in_one_pass():
+    groups = {"all": ["a", "b", "c"]}
+    hostvars = {"a": {"x": 1}, "b": {"x": 2, "y": 3}, "c": {"z": 4}}
+    assert cmod.first_values(groups, hostvars, ("x", "y", "z", "missing")) == {"x": 1, "y": 3, "z": 4}
+    assert cmod.first_values({}, hostvars, ("x",)) == {"x": 1}  # sorted hostvars without groups['all']
+    assert cmod._first_value(groups, hostvars, "missing") is None
