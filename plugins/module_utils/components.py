@@ -29,7 +29,7 @@ __metaclass__ = type
 import copy
 import re
 
-DNS_LABEL = re.compile(r"^[a-z0-9]([-a-z0-9]*[a-z0-9])?$")
+DNS_LABEL = re.compile(r"^[a-z0-9]([-a-z0-9]*[a-z0-9])?\Z")
 VERSION = re.compile(r"^v?(\d+)\.(\d+)(?:\.(\d+))?")
 
 # Pod Security admission labels for a namespace whose pods need privileged/hostPID.

@@ -34,7 +34,7 @@ from ansible_collections.cps.gpu_cluster.plugins.module_utils.versions import fi
 from ansible_collections.cps.gpu_cluster.plugins.module_utils.versions import inventory_version_warnings
 from ansible_collections.cps.gpu_cluster.plugins.module_utils.cluster_workloads import schedule_problems
 from ansible_collections.cps.gpu_cluster.plugins.module_utils.k3s import refused_node_labels
-from ansible_collections.cps.gpu_cluster.plugins.module_utils import node_vars
+from ansible_collections.cps.gpu_cluster.plugins.module_utils import input_checks, node_vars
 
 K3S_MIN_VERSION = (1, 31, 6)
 _NUM = r"(0|[1-9][0-9]*)"
@@ -458,6 +458,13 @@ def _check_secret(where, name, value):
     return ["%s: %s is not a one-line string (value not shown); set the token secret, or better export PROXMOX_TOKEN_SECRET" % (where, name)]
 
 
+def _booleans():
+    """The variables CLUSTER_VARIABLES and HOST_VARIABLES already judge as booleans."""
+    names = [name for name, kind in HOST_VARIABLES.items() if kind == "bool"]
+    names += [name for name, spec in CLUSTER_VARIABLES.items() if spec[1] == "bool"]
+    return frozenset(names)
+
+
 def _check_kind(where, name, kind, value):
     """Problems of one value against its kind (see CLUSTER_VARIABLES and HOST_VARIABLES)."""
     special = {
@@ -712,6 +719,8 @@ def _check_networks(values):
                     "%s %s overlaps %s %s; they must be disjoint, change one of them (the homelab uses 10.0.0.0/24, 10.42.0.0/16 and 10.43.0.0/16)"
                     % (first, nets[first], second, nets[second]))
     network = nets.get("gpu_cluster_node_network")
+    problems.extend(input_checks.ip_family_problems(
+        network, [(name, nets.get(name)) for name in ("gpu_cluster_cluster_cidr", "gpu_cluster_service_cidr")]))
     vip = _ip(values.get("gpu_cluster_api_vip"))
     gateway = _ip(values.get("gpu_cluster_gateway"))
     for name, address in (("gpu_cluster_api_vip", vip), ("gpu_cluster_gateway", gateway)):
@@ -1121,6 +1130,15 @@ def inventory_problems(groups, hostvars, role_specs=None, schedule=True):
     problems.extend(_guarded(_check_kubelet_labels, index))
     problems.extend(_guarded(_check_sizes, index, everyone))
     problems.extend(_guarded(_check_versions_elsewhere, index, everyone))
+    # the classes of input (input_checks): every variable of a class, one rule
+    role_names = [name for options in (role_specs or {}).values() if isinstance(options, dict) for name in options]
+    # by repr for the text check (Ansible templates a value per host: equal values, other objects)
+    values = dict((name, _distinct(index, name) if name.startswith("gpu_cluster_") or name in role_names
+                   else list(entries.values())) for name, entries in index.items())
+    problems.extend(_guarded(input_checks.text_problems, values, role_names))
+    problems.extend(_guarded(input_checks.switch_problems, values, _BOOLEANS))
+    problems.extend(_guarded(input_checks.node_name_problems, _cluster_hosts(groups), hostvars))
+    problems.extend(_guarded(input_checks.pci_model_problems, _group(groups, PROXMOX_HOSTS), _group(groups, "gpu_workers"), hostvars))
     problems.extend(_guarded(_check_role_variables, hostvars, everyone, role_specs))
     try:
         proxmox_problems, devices = _check_proxmox_hosts(groups, hostvars)
@@ -1141,6 +1159,8 @@ def inventory_problems(groups, hostvars, role_specs=None, schedule=True):
         problems.extend(_guarded(schedule_problems, groups, hostvars))
     return problems
 
+
+_BOOLEANS = _booleans()
 
 # ansible_connection values under which ansible_host is a network name of the machine.
 NETWORK_CONNECTIONS = (None, "ssh", "ansible.builtin.ssh", "paramiko", "paramiko_ssh", "ansible.builtin.paramiko_ssh", "smart")

@@ -32,11 +32,11 @@ except ImportError:  # pragma: no cover
 from ansible_collections.cps.gpu_cluster.plugins.module_utils import node_vars
 from ansible_collections.cps.gpu_cluster.plugins.module_utils.gpu_pools import pool_resource
 
-DNS_LABEL = re.compile(r"^[a-z0-9]([-a-z0-9]{0,61}[a-z0-9])?$")
-DNS_NAME = re.compile(r"^(?=.{1,253}$)[a-z0-9]([-a-z0-9]{0,61}[a-z0-9])?(\.[a-z0-9]([-a-z0-9]{0,61}[a-z0-9])?)*$")
-QUANTITY = re.compile(r"^[0-9]+(\.[0-9]+)?(m|Ki|Mi|Gi|Ti|k|M|G|T)?$")
-SLUG = re.compile(r"^[a-z0-9]([-a-z0-9]{0,30}[a-z0-9])?$")
-USER = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._@-]{0,63}$")
+DNS_LABEL = re.compile(r"^[a-z0-9]([-a-z0-9]{0,61}[a-z0-9])?\Z")
+DNS_NAME = re.compile(r"^(?=.{1,253}\Z)[a-z0-9]([-a-z0-9]{0,61}[a-z0-9])?(\.[a-z0-9]([-a-z0-9]{0,61}[a-z0-9])?)*\Z")
+QUANTITY = re.compile(r"^[0-9]+(\.[0-9]+)?(m|Ki|Mi|Gi|Ti|k|M|G|T)?\Z")
+SLUG = re.compile(r"^[a-z0-9]([-a-z0-9]{0,30}[a-z0-9])?\Z")
+USER = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._@-]{0,63}\Z")
 
 # ---------------------------------------------------------------------------------------------
 # THE size table (docs/apps.md): one row per GPU count.
@@ -68,7 +68,7 @@ CHART_USER_TOLERATIONS = [
 ALLOCATIONS = ("exclusive", "timeslice", "mig")
 # MIG instances of one GPU per profile's compute slices (A100/H100: 7 slices).
 MIG_PER_GPU = {1: 7, 2: 3, 3: 2, 4: 1, 7: 1}
-MIG_PROFILE = re.compile(r"^([1-7])g\.[0-9]+gb(\+me)?$")
+MIG_PROFILE = re.compile(r"^([1-7])g\.[0-9]+gb(\+me)?\Z")
 
 HOME_MOUNT = "/home/jovyan"
 SCRATCH_MOUNT = "/scratch"

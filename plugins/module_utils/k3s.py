@@ -15,13 +15,13 @@ from ansible_collections.cps.gpu_cluster.plugins.module_utils import k3s_hardeni
 # Characters that survive a systemd EnvironmentFile and the k3s short-token form:
 # no '%' (systemd specifier), no quotes, spaces, '#', '$', '\\' or ':' (the full
 # token form uses '::' as separator).
-TOKEN_SAFE = re.compile(r"^[A-Za-z0-9._-]{16,256}$")
+TOKEN_SAFE = re.compile(r"^[A-Za-z0-9._-]{16,256}\Z")
 # The secure form k3s writes to /var/lib/rancher/k3s/server/token: K10<sha256 of the
 # cluster CA>::<user>:<secret>. Joining nodes given it verify the CA they talk to.
-TOKEN_FULL = re.compile(r"^K10([0-9a-f]{64})::([a-z]+):([A-Za-z0-9._-]{1,256})$")
+TOKEN_FULL = re.compile(r"^K10([0-9a-f]{64})::([a-z]+):([A-Za-z0-9._-]{1,256})\Z")
 TOKEN_BYTES = 32
 
-_VERSION = re.compile(r"^v?(\d+)\.(\d+)\.(\d+)(?:-rc(\d+))?\+k3s(\d+)$")
+_VERSION = re.compile(r"^v?(\d+)\.(\d+)\.(\d+)(?:-rc(\d+))?\+k3s(\d+)\Z")
 
 
 def generate_token(nbytes=TOKEN_BYTES):
@@ -220,7 +220,7 @@ def bootstrap_plan(servers, first_server, probes):
             "initialised": initialised, "problem": problem}
 
 
-SNAPSHOT_NAME = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._-]{0,252}$")
+SNAPSHOT_NAME = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._-]{0,252}\Z")
 
 
 def restore_plan(servers, first_server, probes, snapshot, backups=None, s3=False):  # noqa: PLR0917 - the filter's order
@@ -474,7 +474,7 @@ def taint_dicts(taints):
 # (IDENTITY_FILE, with the etcd data it names) and in the inventory's state directory. Day-2
 # playbooks compare them, so the inventory of one cluster is never run against another.
 IDENTITY_FILE = "/var/lib/rancher/k3s/server/cluster-id"
-_IDENTITY = re.compile(r"^[0-9a-f]{32}$")
+_IDENTITY = re.compile(r"^[0-9a-f]{32}\Z")
 
 
 def identity_plan(recorded, on_servers, record_file=""):

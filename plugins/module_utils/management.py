@@ -27,6 +27,8 @@ import base64
 import copy
 import re
 
+from ansible_collections.cps.gpu_cluster.plugins.module_utils import input_checks
+
 BUNDLE_LABEL = "gpu-cluster.cps/bundle"
 CLUSTER_LABEL = "gpu-cluster.cps/cluster"
 FLEET_API = "fleet.cattle.io/v1alpha1"
@@ -39,10 +41,9 @@ RANCHER_TLS_SECRET = "tls-rancher-ingress"
 RANCHER_BOOTSTRAP_SECRET = "bootstrap-secret"
 TLS_SOURCES = ("rancher", "letsEncrypt", "secret")
 MODES = ("rancher", "fleet")
-DNS_LABEL = re.compile(r"^[a-z0-9]([-a-z0-9]*[a-z0-9])?$")
-DNS_NAME = re.compile(r"^(?=.{1,253}$)[a-z0-9]([-a-z0-9]*[a-z0-9])?(\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*$")
-DURATION = re.compile(r"^([0-9]+(\.[0-9]+)?(ns|us|ms|s|m|h))+$")
-GIT_URL = re.compile(r"^(https?://|ssh://|git@[^:]+:)\S+$")
+DNS_LABEL = re.compile(r"^[a-z0-9]([-a-z0-9]*[a-z0-9])?\Z")
+DNS_NAME = re.compile(r"^(?=.{1,253}\Z)[a-z0-9]([-a-z0-9]*[a-z0-9])?(\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*\Z")
+DURATION = re.compile(r"^([0-9]+(\.[0-9]+)?(ns|us|ms|s|m|h))+\Z")
 GPU_RESOURCE = re.compile(r"^nvidia\.com/(gpu|mig-)")
 
 # component -> the components it needs first (absent ones are dropped). Bundles of other features
@@ -195,11 +196,10 @@ def fleet_bundled_components(components):
 def gitrepo_problems(repo, branch, cluster, polling_interval="60s", name="cluster-maintenance"):
     """What is wrong with the GitRepo settings, each naming the variable to change."""
     problems = []
-    if not isinstance(repo, str) or not GIT_URL.match(repo):
-        problems.append("gpu_cluster_fleet_repo %r must be a Git URL (https://..., ssh://... or git@host:path)"
-                        % (repo,))
-    if not isinstance(branch, str) or not branch.strip() or " " in branch:
-        problems.append("gpu_cluster_fleet_branch %r must be a branch name" % (branch,))
+    for problem in (input_checks.git_url_problem("gpu_cluster_fleet_repo", repo),
+                    input_checks.ref_problem("gpu_cluster_fleet_branch", branch)):
+        if problem:
+            problems.append(problem)
     if not isinstance(cluster, str) or not DNS_LABEL.match(cluster):
         problems.append("gpu_cluster_name %r must be a DNS label (it is the bundle directory)" % (cluster,))
     if not isinstance(polling_interval, str) or not DURATION.match(polling_interval):

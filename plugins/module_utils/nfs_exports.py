@@ -16,8 +16,8 @@ from ansible_collections.cps.gpu_cluster.plugins.module_utils import node_vars
 
 # exports(5) separates fields by whitespace and a client from its options by "(": a client or an
 # option string with either (or a newline, which starts a new export) would inject an export.
-CLIENT_RE = re.compile(r"^[A-Za-z0-9_.:*?/\[\]@-]+$")
-OPTIONS_RE = re.compile(r"^[A-Za-z0-9_=,:./@-]+$")
+CLIENT_RE = re.compile(r"^[A-Za-z0-9_.:*?/\[\]@-]+\Z")
+OPTIONS_RE = re.compile(r"^[A-Za-z0-9_=,:./@-]+\Z")
 
 
 def export_path_problem(path):

@@ -27,8 +27,8 @@ CLASS_NAMES = {
     "0c03": "USB controller",
     "0c80": "Serial bus controller",
 }
-PCI_ID_RE = re.compile(r"^[0-9a-fA-F]{4}:[0-9a-fA-F]{4}$")
-PCI_ADDRESS_RE = re.compile(r"^(?:[0-9a-fA-F]{4}:)?[0-9a-fA-F]{2}:[0-9a-fA-F]{2}\.[0-7]$")
+PCI_ID_RE = re.compile(r"^[0-9a-fA-F]{4}:[0-9a-fA-F]{4}\Z")
+PCI_ADDRESS_RE = re.compile(r"^(?:[0-9a-fA-F]{4}:)?[0-9a-fA-F]{2}:[0-9a-fA-F]{2}\.[0-7]\Z")
 LSPCI_DEVICE_RE = re.compile(
     r"^(?P<address>(?:[0-9a-f]{4}:)?[0-9a-f]{2}:[0-9a-f]{2}\.[0-7]) (?P<class_name>.+?) "
     r"\[(?P<class>[0-9a-f]{4})\]: (?P<name>.*?) \[(?P<vendor_id>[0-9a-f]{4}):(?P<device_id>[0-9a-f]{4})\]"

@@ -13,9 +13,9 @@ __metaclass__ = type
 import re
 
 ENTRY_KEYS = ("node", "path", "id", "iommugroup", "subsystem-id")
-PCI_ID_RE = re.compile(r"^[0-9a-f]{4}:[0-9a-f]{4}$")
-PATH_RE = re.compile(r"^[0-9a-f]{4}:[0-9a-f]{2}:[0-9a-f]{2}(?:\.[0-7])?(?:;[0-9a-f]{4}:[0-9a-f]{2}:[0-9a-f]{2}(?:\.[0-7])?)*$")
-NAME_RE = re.compile(r"^[A-Za-z][A-Za-z0-9_-]*$")
+PCI_ID_RE = re.compile(r"^[0-9a-f]{4}:[0-9a-f]{4}\Z")
+PATH_RE = re.compile(r"^[0-9a-f]{4}:[0-9a-f]{2}:[0-9a-f]{2}(?:\.[0-7])?(?:;[0-9a-f]{4}:[0-9a-f]{2}:[0-9a-f]{2}(?:\.[0-7])?)*\Z")
+NAME_RE = re.compile(r"^[A-Za-z][A-Za-z0-9_-]*\Z")
 
 
 class MappingError(Exception):

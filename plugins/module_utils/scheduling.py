@@ -31,7 +31,7 @@ import re
 
 HOSTNAME_LABEL = "kubernetes.io/hostname"
 HARD_EFFECTS = ("NoSchedule", "NoExecute")
-_QUANTITY = re.compile(r"^([+-]?[0-9.]+)([eE][+-]?[0-9]+|[numkMGTPE]i?|Ki|Mi|Gi|Ti|Pi|Ei)?$")
+_QUANTITY = re.compile(r"^([+-]?[0-9.]+)([eE][+-]?[0-9]+|[numkMGTPE]i?|Ki|Mi|Gi|Ti|Pi|Ei)?\Z")
 _SUFFIX = {"": 1, "n": 1e-9, "u": 1e-6, "m": 1e-3, "k": 1e3, "M": 1e6, "G": 1e9, "T": 1e12, "P": 1e15, "E": 1e18,
            "Ki": 2 ** 10, "Mi": 2 ** 20, "Gi": 2 ** 30, "Ti": 2 ** 40, "Pi": 2 ** 50, "Ei": 2 ** 60}
 

@@ -15,7 +15,7 @@ import re
 
 from ansible_collections.cps.gpu_cluster.plugins.module_utils import node_vars
 
-SCRATCH_BY_ID = re.compile(r"^/dev/disk/by-id/virtio-([A-Za-z0-9_-]{1,20})$")
+SCRATCH_BY_ID = re.compile(r"^/dev/disk/by-id/virtio-([A-Za-z0-9_-]{1,20})\Z")
 
 # Inventory variable -> GPU worker field of the Terraform module.
 WORKER_FIELDS = (

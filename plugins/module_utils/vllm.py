@@ -28,10 +28,10 @@ from ansible_collections.cps.gpu_cluster.plugins.module_utils import node_vars
 from ansible_collections.cps.gpu_cluster.plugins.module_utils.gpu_pools import pool_resource
 import time
 
-DNS_LABEL = re.compile(r"^[a-z0-9]([-a-z0-9]{0,61}[a-z0-9])?$")
-DNS_NAME = re.compile(r"^(?=.{1,253}$)[a-z0-9]([-a-z0-9]{0,61}[a-z0-9])?(\.[a-z0-9]([-a-z0-9]{0,61}[a-z0-9])?)*$")
-MODEL_ID = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._-]*(/[A-Za-z0-9][A-Za-z0-9._-]*)?$")
-QUANTITY = re.compile(r"^[0-9]+(\.[0-9]+)?(Ki|Mi|Gi|Ti|Pi|Ei|k|M|G|T|P|E)?$")
+DNS_LABEL = re.compile(r"^[a-z0-9]([-a-z0-9]{0,61}[a-z0-9])?\Z")
+DNS_NAME = re.compile(r"^(?=.{1,253}\Z)[a-z0-9]([-a-z0-9]{0,61}[a-z0-9])?(\.[a-z0-9]([-a-z0-9]{0,61}[a-z0-9])?)*\Z")
+MODEL_ID = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._-]*(/[A-Za-z0-9][A-Za-z0-9._-]*)?\Z")
+QUANTITY = re.compile(r"^[0-9]+(\.[0-9]+)?(Ki|Mi|Gi|Ti|Pi|Ei|k|M|G|T|P|E)?\Z")
 
 # The pinned vLLM OpenAI-compatible server image (the Deployment engine).
 VLLM_IMAGE = "docker.io/vllm/vllm-openai:v0.33.0"
@@ -592,6 +592,12 @@ def llm_problems(groups, hostvars):
         if entry_problems:
             continue
         pool = _find_pool(pools, entry["pool"]) if entry.get("pool") else None
+        namespace = entry.get("namespace") or _inventory_value(groups, hostvars, "gpu_cluster_llm_namespace") or DEFAULT_NAMESPACE
+        reserved = (pool or {}).get("namespaces")
+        if isinstance(reserved, list) and reserved and namespace not in reserved:
+            problems.append("gpu_cluster_llm_models: %s: pool %s is reserved for namespace(s) %s, not %s; serve the "
+                            "model from one of them or add %s to the pool's namespaces"
+                            % (_label(entry), pool["name"], ", ".join(str(n) for n in reserved), namespace, namespace))
         counts = _workers(groups, hostvars, pool)
         target = ("GPU pool %s" % pool["name"]) if pool is not None else "gpu_workers"
         if not counts:
@@ -606,6 +612,59 @@ def llm_problems(groups, hostvars):
                 % (_label(entry), entry["model"], entry["gpu"], target, largest, counts[largest],
                    max([g for g in ALLOWED_GPUS if g <= counts[largest]] or [0]), entry["gpu"]))
     problems.extend(_duplicate_names(models))
+    problems.extend(_placement_problems(groups, hostvars, models))
+    return problems
+
+
+# Namespaces a model may not be served from: Kubernetes' own and Rancher's (kube-*, cattle-*), and
+# those of the collection's other components (their pod security, quotas and NetworkPolicies are
+# theirs).
+OWNED_NAMESPACES = {"gpu-operator": "the GPU Operator", "monitoring": "monitoring", "cert-manager": "cert-manager",
+                    "nfs-provisioner": "the NFS provisioner", "fast-scratch": "the fast-scratch provisioner"}
+
+
+def _owner_of(namespace, groups, hostvars):
+    """Who owns ``namespace`` other than the models (None when a model may use it)."""
+    if namespace.startswith("kube-"):
+        return "Kubernetes itself"
+    if namespace.startswith("cattle-"):
+        return "Rancher and Fleet"
+    if namespace in OWNED_NAMESPACES:
+        return OWNED_NAMESPACES[namespace]
+    if namespace == (_inventory_value(groups, hostvars, "gpu_cluster_jupyterhub_namespace") or "jupyterhub"):
+        return "JupyterHub (gpu_cluster_jupyterhub_namespace)"
+    if namespace == (_inventory_value(groups, hostvars, "gpu_cluster_verify_namespace") or "gpu-cluster-verify"):
+        return "verify (gpu_cluster_verify_namespace)"
+    return None
+
+
+def _placement_problems(groups, hostvars, models):
+    """Models in a namespace another component owns, or on an Ingress host another component (or
+    model) already serves."""
+    problems = []
+    default = _inventory_value(groups, hostvars, "gpu_cluster_llm_namespace") or DEFAULT_NAMESPACE
+    hosts = {}
+    for variable, what in (("gpu_cluster_jupyterhub_host", "JupyterHub (gpu_cluster_jupyterhub_host)"),
+                           ("gpu_cluster_rancher_hostname", "Rancher (gpu_cluster_rancher_hostname)")):
+        value = _inventory_value(groups, hostvars, variable)
+        if isinstance(value, str) and value:
+            hosts[value.lower()] = what
+    for entry in models:
+        if not isinstance(entry, dict):
+            continue
+        namespace = entry.get("namespace") or default
+        owner = _owner_of(namespace, groups, hostvars) if isinstance(namespace, str) else None
+        if owner:
+            problems.append("gpu_cluster_llm_models: %s is served from namespace %s, which belongs to %s; use a "
+                            "namespace of its own (like llm)" % (_label(entry), namespace, owner))
+        host = entry.get("ingress_host")
+        if isinstance(host, str) and host:
+            if host.lower() in hosts:
+                problems.append("gpu_cluster_llm_models: %s has ingress_host %s, which %s already serves; give the "
+                                "model a host of its own (like %s.<your domain>)" % (_label(entry), host, hosts[host.lower()],
+                                                                                     entry.get("name") or "qwen"))
+            else:
+                hosts[host.lower()] = "%s (ingress_host)" % _label(entry)
     return problems
 
 

@@ -207,3 +207,14 @@ def test_schedule_playbook_prints_every_verify_job_of_the_homelab(tmp_path):
         assert line in output, output
     assert "NO NODE" not in output
     assert "cpu-only" in output or "JupyterHub profile" in output, output
+
+
+@pytest.mark.parametrize("case_id, secret", [("secret_with_a_newline", "bootstrap-s3cret-value"),
+                                             ("git_url_with_credentials", "ghp-url-token")])
+def test_refused_secrets_are_not_printed(tmp_path, case_id, secret):
+    """Issue 27: a refused secret (or a URL with a token in it) is named, never shown, also with -vv."""
+    case = next(case for case in CASES if case["id"] == case_id)
+    result = run_preflight(materialise(case["patch"], tmp_path), "playbooks/preflight.yml", "-vv")
+    output = result.stdout + result.stderr
+    assert case["message"] in output, output
+    assert result.returncode != 0 and secret not in output, output

@@ -1,0 +1,204 @@
+# -*- coding: utf-8 -*-
+# Copyright: (c) 2026, cps.gpu_cluster contributors
+# GNU General Public License v3.0+ (see COPYING or https://www.gnu.org/licenses/gpl-3.0.txt)
+"""Preflight's rules for classes of input (issue 27), each applied to every variable of its class:
+
+- text: no string anywhere in a variable (nested lists and mappings included) holds a newline or
+  another control character, except the few that hold PEM text (private keys, TLS certificates);
+  a secret's value is never shown;
+- switches: every ``*_enabled`` variable is a YAML boolean (``"false"`` is a true string to Jinja);
+- Git: repository URLs are https or ssh without credentials in them, refs are valid Git branch names
+  (``git check-ref-format --branch``);
+- PCI ids: the ids passed to vfio-pci belong to the GPU models the workers declare;
+- node names: no two hosts become the same Kubernetes node (``gpu_cluster_node_name``);
+- IP families: the pod and service networks are of the nodes' IP family.
+
+Each function takes plain values and returns messages that name the variable and what to change.
+"""
+
+from __future__ import (absolute_import, division, print_function)
+__metaclass__ = type
+
+import re
+
+from ansible.module_utils.six.moves.urllib.parse import urlsplit
+
+from ansible_collections.cps.gpu_cluster.plugins.module_utils import node_vars
+from ansible_collections.cps.gpu_cluster.plugins.module_utils.gpu_pools import MODEL_DEVICE_IDS
+
+CONTROL_RE = re.compile(r"[\x00-\x1f\x7f]")
+# Variables whose value is PEM text: lines are their form (a trailing newline included).
+MULTILINE_RE = re.compile(r".*(_private_key|_tls_certificate|_tls_key)\Z")
+# Variables whose value is not shown in a message.
+SECRET_RE = re.compile(r".*(password|passwd|token|secret|private_key|_key)\Z")
+PREFIX = "gpu_cluster_"
+
+
+def _first_control(value, path=""):
+    """(path, string) of the first string in ``value`` (keys included) with a control character."""
+    if isinstance(value, str):
+        return (path, value) if CONTROL_RE.search(value) else None
+    if isinstance(value, dict):
+        for key, item in value.items():
+            if isinstance(key, str) and CONTROL_RE.search(key):
+                return path, key
+            found = _first_control(item, "%s.%s" % (path, key) if isinstance(key, str) else "%s[%r]" % (path, key))
+            if found:
+                return found
+    if isinstance(value, (list, tuple)):
+        for index, item in enumerate(value):
+            found = _first_control(item, "%s[%d]" % (path, index))
+            if found:
+                return found
+    return None
+
+
+def _where(hosts):
+    return hosts[0] if len(hosts) == 1 else "%s (and %d other host(s))" % (hosts[0], len(hosts) - 1)
+
+
+def text_problems(values, names=()):
+    """Strings with a newline or another control character. ``values``: ``{name: [(value, [host,
+    ...])]}`` of every variable the hosts set (one entry per distinct value); checked: every
+    ``gpu_cluster_*`` variable and the role variables ``names``, but the PEM ones (MULTILINE_RE)."""
+    problems = []
+    wanted = frozenset(names)
+    for name in sorted(values):
+        if not isinstance(name, str) or not (name.startswith(PREFIX) or name in wanted) or MULTILINE_RE.match(name):
+            continue
+        for value, on in values[name]:
+            found = _first_control(value)
+            if not found:
+                continue
+            path, text = found
+            if SECRET_RE.match(name):
+                problems.append("%s: %s%s holds a newline or another control character (the value is a secret and not "
+                                "shown); store it again without one (ansible-vault encrypt_string reads the newline of "
+                                "echo: use printf %%s)" % (_where(on), name, path))
+            else:
+                problems.append("%s: %s%s is %r, with a newline or another control character in it; remove it (values "
+                                "are matched whole, a line end pasted with the value is not ignored)"
+                                % (_where(on), name, path, text))
+    return problems
+
+
+def switch_problems(values, checked=()):
+    """``*_enabled`` variables that are not YAML booleans (``checked``: names another check already
+    judges as booleans)."""
+    problems = []
+    for name in sorted(values):
+        if not isinstance(name, str) or not name.endswith("_enabled") or name.startswith("ansible_") or name in checked:
+            continue
+        for value, on in values[name]:
+            if not isinstance(value, bool):
+                problems.append("%s: %s is %r; use true or false (a YAML boolean: a string such as \"false\" is true "
+                                "to Ansible)" % (_where(on), name, value))
+    return problems
+
+
+# git check-ref-format: no control characters, space, ~ ^ : ? * [ \, no "..", no "@{", no "//"; no
+# component begins with "." or ends with ".lock"; not "@", not beginning with "-" or "/", not ending
+# with "/" or "." (https://git-scm.com/docs/git-check-ref-format).
+_REF_BAD = re.compile(r"[\x00-\x20\x7f~^:?*\[\\]|\.\.|@\{|//")
+
+
+def ref_problem(name, value):
+    """Why ``value`` is not a valid Git branch name (None when it is)."""
+    if not isinstance(value, str) or not value:
+        return "%s is %r; use a Git branch name (like main)" % (name, value)
+    components = value.split("/")
+    if (_REF_BAD.search(value) or value == "@" or value.startswith(("-", "/")) or value.endswith(("/", "."))
+            or any(part.startswith(".") or part.endswith(".lock") for part in components)):
+        return ("%s is %r, not a valid Git branch name (git check-ref-format: no spaces, control characters, "
+                "~ ^ : ? * [ \\, '..', '@{' or '//', no part beginning with '.' or ending with '.lock'); use one like "
+                "main or release/2026-11" % (name, value))
+    return None
+
+
+_SCP_LIKE = re.compile(r"(?:([A-Za-z0-9._-]+)@)?([A-Za-z0-9.-]+):(?!//)([^\s]+)\Z")
+
+
+def git_url_problem(name, value):
+    """Why ``value`` is not a Git URL we accept: https:// or ssh:// (or scp-like ``user@host:path``),
+    with no password or token in it (None when it is fine)."""
+    if not isinstance(value, str) or not value or CONTROL_RE.search(value) or " " in value:
+        return "%s is %r; use an https:// or ssh:// Git URL (like https://git.example.com/team/cluster.git)" % (name, value)
+    scp = _SCP_LIKE.match(value)
+    if "://" not in value and scp:
+        return None  # git@host:path: the ssh user, keys authenticate
+    parts = urlsplit(value)
+    scheme = (parts.scheme or "").lower()
+    if scheme not in ("https", "ssh"):
+        return ("%s is %r; use an https:// or ssh:// Git URL (%s sends the repository%s unencrypted or is not a "
+                "remote)" % (name, value, scheme or "a path", " and any credentials" if scheme in ("http", "git") else ""))
+    if not parts.hostname:
+        return "%s is %r; the URL names no host" % (name, value)
+    if parts.password is not None or (scheme == "https" and parts.username is not None):
+        return ("%s carries credentials in the URL (they would be stored in the GitRepo and in logs; the URL is "
+                "not shown); use the URL without them and set gpu_cluster_fleet_git_username and "
+                "gpu_cluster_fleet_git_password (vaulted), or an ssh key" % name)
+    return None
+
+
+def node_name_problems(hosts, hostvars):
+    """Hosts that would register as the same Kubernetes node (node names compare case-insensitively)."""
+    seen = {}
+    for host in hosts:
+        name = node_vars.node_name(host, hostvars.get(host) or {})
+        if isinstance(name, str):
+            seen.setdefault(name.lower(), []).append(host)
+    return ["%s: become the same Kubernetes node %s (gpu_cluster_node_name, else the host name); give each host its "
+            "own node name" % (", ".join(on), node_vars.node_name(on[0], hostvars.get(on[0]) or {}))
+            for on in seen.values() if len(on) > 1]
+
+
+def pci_model_problems(proxmox_hosts, gpu_workers, hostvars):
+    """PCI ids for vfio-pci (``gpu_cluster_gpu_pci_ids`` of a Proxmox host) that are a known GPU model's
+    id no worker declares, and declared models whose id is missing. Ids of no listed model (the
+    GPU's audio function, a model the table does not know) are not judged, nor are the ids when no
+    GPU worker declares a model yet."""
+    models = {}
+    for host in gpu_workers:
+        variables = hostvars.get(host) or {}
+        model = node_vars.gpu_model(variables)
+        if model and node_vars.gpu_count(variables) > 0:
+            models.setdefault(model, []).append(host)
+    if not models:
+        return []  # no GPU worker yet: nothing to compare the ids with
+    by_id = dict((device, model) for model, device in MODEL_DEVICE_IDS.items())
+    problems = []
+    for host in proxmox_hosts:
+        ids = (hostvars.get(host) or {}).get("gpu_cluster_gpu_pci_ids")
+        if not isinstance(ids, list) or not all(isinstance(i, str) for i in ids):
+            continue
+        listed = [i.lower() for i in ids]
+        for device in listed:
+            model = by_id.get(device)
+            if model and model not in models:
+                problems.append(
+                    "%s: gpu_cluster_gpu_pci_ids holds %s, the PCI id of %s, but no GPU worker declares that model "
+                    "(gpu_cluster_gpu_model: %s); list the ids of the GPUs the workers get"
+                    % (host, device, model, ", ".join(sorted(models))))
+        for model in sorted(models):
+            device = MODEL_DEVICE_IDS.get(model)
+            if device and device not in listed:
+                problems.append(
+                    "%s: gpu_cluster_gpu_pci_ids lacks %s, the PCI id of %s that %s declare (gpu_cluster_gpu_model); "
+                    "vfio-pci would not claim those GPUs: add it" % (host, device, model, ", ".join(models[model])))
+    return problems
+
+
+def ip_family_problems(network, cidrs):
+    """Pod and service networks of another IP family than the node network (K3s single-stack)."""
+    problems = []
+    if network is None:
+        return problems
+    for name, cidr in cidrs:
+        if cidr is not None and cidr.version != network.version:
+            problems.append(
+                "%s %s is IPv%d but the nodes are IPv%d (gpu_cluster_node_network %s): K3s gives pods and services "
+                "addresses of the nodes' family; use an IPv%d CIDR (like %s)"
+                % (name, cidr, cidr.version, network.version, network, network.version,
+                   {"gpu_cluster_cluster_cidr": "10.42.0.0/16", "gpu_cluster_service_cidr": "10.43.0.0/16"}.get(name, "10.42.0.0/16")
+                   if network.version == 4 else "fd00:42::/56"))
+    return problems

@@ -1,0 +1,191 @@
+"""Preflight's rules for classes of input (module_utils/input_checks.py, issue 27): each rule as a
+data table, and each on the reference homelab through inventory_problems, where every one of these
+bad values was accepted before (issue 27's held-out inventories: copied values, typos, values
+pasted with a newline)."""
+
+from __future__ import annotations
+
+import copy
+
+import pytest
+from ansible_collections.cps.gpu_cluster.plugins.module_utils import input_checks as ic
+from ansible_collections.cps.gpu_cluster.plugins.module_utils import inventory_checks
+from test_cluster_model import HOMELAB, load_inventory
+
+
+@pytest.mark.parametrize("value, found", [
+    ("homelab", None),
+    ("homelab\n", ("", "homelab\n")),
+    ("a\tb", ("", "a\tb")),
+    ("nul\x00", ("", "nul\x00")),
+    ("del\x7f", ("", "del\x7f")),
+    (["ok", "bad\r"], ("[1]", "bad\r")),
+    ({"name": "qwen", "model": "x\n"}, (".model", "x\n")),
+    ({"key\n": 1}, ("", "key\n")),
+    ([{"a": [1, "é ü ok"]}], None),  # non-ASCII text is fine
+    (42, None),
+])
+def test_first_control_character(value, found):
+    assert ic._first_control(value) == found
+
+
+def test_text_problems_hide_secrets_and_skip_pem():
+    values = {"gpu_cluster_name": [("homelab\n", ["cp1", "cp2"])],
+              "gpu_cluster_fleet_git_password": [("hunter2\n", ["cp1"])],
+              "gpu_cluster_rancher_tls_certificate": [("-----BEGIN CERTIFICATE-----\nMII\n", ["cp1"])],
+              "gpu_cluster_fleet_git_ssh_private_key": [("-----BEGIN OPENSSH PRIVATE KEY-----\n", ["cp1"])],
+              "k3s_node_labels": [(["gpu=true\n"], ["wk1"])],
+              "some_other_tool_var": [("x\n", ["cp1"])]}
+    problems = ic.text_problems(values, ["k3s_node_labels"])
+    assert len(problems) == 3, problems
+    assert problems[0].startswith("cp1: gpu_cluster_fleet_git_password holds a newline")
+    assert "hunter2" not in " ".join(problems)
+    assert problems[1].startswith("cp1 (and 1 other host(s)): gpu_cluster_name is 'homelab\\n', with a newline")
+    assert problems[2].startswith("wk1: k3s_node_labels[0] is 'gpu=true\\n'")
+
+
+@pytest.mark.parametrize("value, refused", [(True, False), (False, False), ("true", True), ("no", True),
+                                            (1, True), (None, True)])
+def test_switches_are_yaml_booleans(value, refused):
+    problems = ic.switch_problems({"gpu_cluster_jupyterhub_enabled": [(value, ["cp1"])],
+                                   "ansible_become_enabled": [("yes", ["cp1"])]})
+    assert bool(problems) is refused
+    if refused:
+        assert problems == [f"cp1: gpu_cluster_jupyterhub_enabled is {value!r}; use true or false (a YAML boolean: "
+                            "a string such as \"false\" is true to Ansible)"]
+
+
+@pytest.mark.parametrize("url, refused", [
+    ("https://git.homelab.lan/homelab/cluster.git", None),
+    ("ssh://git@git.homelab.lan:2222/homelab/cluster.git", None),
+    ("git@github.com:homelab/cluster.git", None),
+    ("http://git.homelab.lan/x.git", "use an https:// or ssh:// Git URL"),
+    ("git://git.homelab.lan/x.git", "use an https:// or ssh:// Git URL"),
+    ("file:///srv/git/x.git", "use an https:// or ssh:// Git URL"),
+    ("/srv/git/x.git", "use an https:// or ssh:// Git URL"),
+    ("https://user:ghp_token@github.com/x.git", "carries credentials in the URL"),
+    ("https://ghp_token@github.com/x.git", "carries credentials in the URL"),
+    ("ssh://git:pw@host/x.git", "carries credentials in the URL"),
+    ("https://git.homelab.lan/x.git\n", "use an https:// or ssh:// Git URL"),
+    ("https:///x.git", "names no host"),
+    ("", "use an https:// or ssh:// Git URL"),
+])
+def test_git_urls(url, refused):
+    problem = ic.git_url_problem("gpu_cluster_fleet_repo", url)
+    if refused is None:
+        assert problem is None
+    else:
+        assert refused in problem
+        if "credentials" in refused:
+            assert "token" not in problem and "pw" not in problem  # the URL is not shown
+
+
+@pytest.mark.parametrize("ref, valid", [
+    ("main", True), ("release/2026-11", True), ("feature/gpu.pools", True),
+    ("main..x", False), ("my branch", False), ("main\n", False), ("-main", False), ("main/", False),
+    ("main.", False), ("a//b", False), (".hidden", False), ("a/.b", False), ("main.lock", False), ("a@{1}", False),
+    ("@", False), ("a~1", False), ("a^", False), ("a:b", False), ("a?", False), ("a*", False), ("a[b", False),
+    ("a\\b", False), ("", False), (None, False),
+])
+def test_git_refs_as_git_check_ref_format_decides(ref, valid):
+    assert (ic.ref_problem("gpu_cluster_fleet_branch", ref) is None) is valid
+
+
+def test_two_hosts_one_node_name():
+    hostvars = {"wk1": {}, "wk2": {"gpu_cluster_node_name": "WK1"}, "wk3": {"gpu_cluster_node_name": "gpu3"}}
+    assert ic.node_name_problems(["wk1", "wk2", "wk3"], hostvars) == [
+        "wk1, wk2: become the same Kubernetes node wk1 (gpu_cluster_node_name, else the host name); give each host "
+        "its own node name"]
+
+
+@pytest.mark.parametrize("ids, needles", [
+    (["10de:20b5"], []),
+    (["10de:20b5", "10de:1aef"], []),  # an id of no listed model (an audio function): not judged
+    (["10DE:20B5"], []),
+    (["10de:2236"], ["holds 10de:2236, the PCI id of NVIDIA A10", "lacks 10de:20b5, the PCI id of NVIDIA A100 80GB PCIe"]),
+    (["10de:20b5", "10de:1eb8"], ["holds 10de:1eb8, the PCI id of Tesla T4"]),
+])
+def test_pci_ids_belong_to_the_declared_models(ids, needles):
+    hostvars = {"pve1": {"gpu_cluster_gpu_pci_ids": ids},
+                "wk1": {"gpu_cluster_gpu_model": "NVIDIA A100 80GB PCIe", "gpu_cluster_gpu_count": 2}}
+    problems = ic.pci_model_problems(["pve1"], ["wk1"], hostvars)
+    assert len(problems) == len(needles), problems
+    for problem, needle in zip(problems, needles):
+        assert problem.startswith("pve1: gpu_cluster_gpu_pci_ids ") and needle in problem
+
+
+# ------------------------------------------------------------------------------ on the homelab
+@pytest.fixture(scope="module")
+def homelab():
+    groups, hostvars = load_inventory(HOMELAB)
+    for variables in hostvars.values():  # as Ansible templates it
+        if "gpu_cluster_kubeconfig" in variables:
+            variables["gpu_cluster_kubeconfig"] = "/home/me/.kube/homelab.yaml"
+    assert inventory_checks.inventory_problems(groups, hostvars) == []
+    return groups, hostvars
+
+
+def _everywhere(name, value):
+    def change(hostvars):
+        for variables in hostvars.values():
+            if name in variables:
+                variables[name] = copy.deepcopy(value)
+    return change
+
+
+def _on(host, **values):
+    def change(hostvars):
+        hostvars[host].update(copy.deepcopy(values))
+    return change
+
+
+def _model(**fields):
+    def change(hostvars):
+        for variables in hostvars.values():
+            if "gpu_cluster_llm_models" in variables:
+                models = copy.deepcopy(variables["gpu_cluster_llm_models"])
+                models[0].update(fields)
+                variables["gpu_cluster_llm_models"] = models
+    return change
+
+
+# Each bad value preflight accepted before issue 27, and the message it now gets.
+CASES = [
+    ("a model name pasted with its newline", _model(name="qwen\n"),
+     "gpu_cluster_llm_models[0].name is 'qwen\\n', with a newline or another control character"),
+    ("a JupyterHub host with a newline", _everywhere("gpu_cluster_jupyterhub_host", "jupyter.lan\n"),
+     "gpu_cluster_jupyterhub_host is 'jupyter.lan\\n', with a newline"),
+    ("a Rancher hostname with a tab", _everywhere("gpu_cluster_rancher_hostname", "rancher.lan\t"),
+     "gpu_cluster_rancher_hostname is 'rancher.lan\\t', with a newline"),
+    ("a vaulted password with a newline", _everywhere("gpu_cluster_rancher_bootstrap_password", "s3cret-bootstrap\n"),
+     "gpu_cluster_rancher_bootstrap_password holds a newline or another control character (the value is a secret"),
+    ("a switch as a string", _everywhere("gpu_cluster_jupyterhub_enabled", "false"),
+     "gpu_cluster_jupyterhub_enabled is 'false'; use true or false"),
+    ("an IPv6 service network on IPv4 nodes", _everywhere("gpu_cluster_service_cidr", "fd00:43::/112"),
+     "gpu_cluster_service_cidr fd00:43::/112 is IPv6 but the nodes are IPv4"),
+    ("two hosts, one node name", _on("wk-gpu2", gpu_cluster_node_name="wk-gpu1"),
+     "wk-gpu1, wk-gpu2: become the same Kubernetes node wk-gpu1"),
+    ("the PCI id of another model", _everywhere("gpu_cluster_gpu_pci_ids", ["10de:2236"]),
+     "pve1: gpu_cluster_gpu_pci_ids holds 10de:2236, the PCI id of NVIDIA A10"),
+    ("a plain-http Git URL", _everywhere("gpu_cluster_fleet_repo", "http://git.homelab.lan/x.git"),
+     "gpu_cluster_fleet_repo is 'http://git.homelab.lan/x.git'; use an https:// or ssh:// Git URL"),
+    ("a Git URL with a token", _everywhere("gpu_cluster_fleet_repo", "https://bot:ghp_secret@git.lan/x.git"),
+     "gpu_cluster_fleet_repo carries credentials in the URL"),
+    ("an invalid Git ref", _everywhere("gpu_cluster_fleet_branch", "main..next"),
+     "gpu_cluster_fleet_branch is 'main..next', not a valid Git branch name"),
+    ("a model in kube-system", _model(namespace="kube-system"),
+     "model qwen is served from namespace kube-system, which belongs to Kubernetes itself"),
+    ("a model on JupyterHub's host", _model(ingress_host="jupyter.127.0.0.1.nip.io"),
+     "model qwen has ingress_host jupyter.127.0.0.1.nip.io, which JupyterHub (gpu_cluster_jupyterhub_host) already serves"),
+    ("a model on a pool reserved for another namespace", _model(pool="inference", namespace="team"),
+     "model qwen: pool inference is reserved for namespace(s) llm, not team"),
+]
+
+
+@pytest.mark.parametrize("change, message", [case[1:] for case in CASES], ids=[case[0] for case in CASES])
+def test_the_homelab_with_one_bad_value_is_refused(homelab, change, message):
+    groups, hostvars = copy.deepcopy(homelab)
+    change(hostvars)
+    problems = inventory_checks.inventory_problems(groups, hostvars)
+    assert any(message in problem for problem in problems), problems
+    assert "s3cret-bootstrap" not in " ".join(problems) and "ghp_secret" not in " ".join(problems)
