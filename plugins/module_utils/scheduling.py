@@ -335,8 +335,8 @@ def prove(workloads, nodes, quotas=None, limited_resources=None):
                          "refused": {} if fits else dict((reason, [node]) for reason in refused)})
         title = workload["name"]
         if alike:
-            title += " (and the same on the %d nodes alike: %s)" % (len(alike), _names(node for _, node in alike))
-            refused = dict((reason, names + [node for _, node in alike]) for reason, names in refused.items())
+            title += " (and the same on the %d nodes alike: %s)" % (len(alike), _names(node for _name, node in alike))
+            refused = dict((reason, names + [node for _name, node in alike]) for reason, names in refused.items())
         if workload.get("every_node") and refused:
             why = "; ".join("%s: %s" % (_names(names), reason) for reason, names in sorted(refused.items()))
             problems.append("%s (namespace %s) puts a pod on every node, and some refuse it: %s" % (
