@@ -34,6 +34,18 @@ SECRET_RE = re.compile(r".*(password|passwd|token|secret|private_key|_key)\Z")
 PREFIX = "gpu_cluster_"
 
 
+def is_secret(name, value=None):
+    """Whether a variable holds a secret: its name says so (SECRET_RE), or a mapping in its value has
+    a key that does (``gpu_cluster_jupyterhub_oauth: {client_secret: ...}``)."""
+    if isinstance(name, str) and SECRET_RE.match(name):
+        return True
+    if isinstance(value, dict):
+        return any(is_secret(key, item) for key, item in value.items())
+    if isinstance(value, (list, tuple)):
+        return any(is_secret(None, item) for item in value)
+    return False
+
+
 def _first_control(value, path=""):
     """(path, string) of the first string in ``value`` (keys included) with a control character."""
     if isinstance(value, str):
@@ -71,7 +83,7 @@ def text_problems(values, names=()):
             if not found:
                 continue
             path, text = found
-            if SECRET_RE.match(name):
+            if is_secret(name, value):
                 problems.append("%s: %s%s holds a newline or another control character (the value is a secret and not "
                                 "shown); store it again without one (ansible-vault encrypt_string reads the newline of "
                                 "echo: use printf %%s)" % (_where(on), name, path))

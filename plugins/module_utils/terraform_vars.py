@@ -13,7 +13,7 @@ __metaclass__ = type
 
 import re
 
-from ansible_collections.cps.gpu_cluster.plugins.module_utils import node_vars
+from ansible_collections.cps.gpu_cluster.plugins.module_utils import input_checks, node_vars
 
 SCRATCH_BY_ID = re.compile(r"^/dev/disk/by-id/virtio-([A-Za-z0-9_-]{1,20})\Z")
 
@@ -81,6 +81,17 @@ def shared_variables(hosts, hostvars):
     return shared
 
 
+def vault_reference(name, value):
+    """What the generated inventory holds for a variable: its value, or for a secret
+    (input_checks.is_secret) a reference to ``vault_<name>`` (docs/gitops.md, docs/provision.md), so
+    that no secret is passed to Terraform (-var, its plan and state) or written to the inventory."""
+    if not input_checks.is_secret(name, value):
+        return value
+    if isinstance(value, str):
+        return "{{ vault_%s | default('') }}" % name
+    return "{{ vault_%s }}" % name
+
+
 def proxmox_host(groups, hostvars):
     """Name of the Proxmox host the VMs go to; ValueError when the inventory has none."""
     hosts = members(groups, "proxmox_hosts")
@@ -132,5 +143,7 @@ def terraform_vars(groups, hostvars, ssh_public_keys):
         if (name.startswith("gpu_cluster_") or name == "ansible_user")
         and name not in cluster_wide
     )
-    result["inventory_vars"] = {"all": cluster_wide, "proxmox_hosts": proxmox_only}
+    result["inventory_vars"] = dict(
+        (group, dict((name, vault_reference(name, value)) for name, value in variables.items()))
+        for group, variables in (("all", cluster_wide), ("proxmox_hosts", proxmox_only)))
     return result

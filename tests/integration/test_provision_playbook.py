@@ -34,6 +34,9 @@ with open(os.environ["FAKE_TF_LOG"], "a") as log:
 if os.environ.get("FAKE_TF_FAIL") and args[:1] in (["plan"], ["apply"]):
     token = os.environ.get("PROXMOX_VE_API_TOKEN", "")
     print("proxmox_virtual_environment_vm.control_plane: Refreshing state... token " + token)
+    # as terraform does for a variable it cannot use: the value in the error
+    for value in [args[i + 1] for i, a in enumerate(args) if a == "-var"]:
+        sys.stderr.write("Error: Invalid value for input variable: " + value + "\n")
     sys.stderr.write("Error: error creating VM wk-gpu1: received an HTTP 401 response - "
                      "Reason: authentication failure for token " + token + "\n")
     sys.exit(1)
@@ -222,3 +225,27 @@ def test_lab_and_switched_off_skip(setup):
         assert done.returncode == 0, done.stdout + done.stderr
         assert done.stdout.count(line) == 1, done.stdout
         assert "FAILED provision" not in done.stdout and not calls
+
+
+VAULTED = {"vault_gpu_cluster_rancher_bootstrap_password": "rancher-bootstrap-v4ult",
+           "vault_gpu_cluster_fleet_git_password": "fleet-git-v4ult",
+           "gpu_cluster_jupyterhub_oauth": {"client_id": "hub", "client_secret": "oauth-client-v4ult"},
+           "gpu_cluster_proxmox_api_token_secret": "pve-token-v4ult"}
+
+
+@pytest.mark.parametrize("args", [(), ("--check", "-vvv", "--diff")])
+def test_terraform_failure_prints_no_vaulted_value(setup, args):
+    """Issue 27: every gpu_cluster_* value reached Terraform as -var, so a failed plan printed the
+    Rancher bootstrap password, the Fleet token and the OAuth secret (the stand-in prints every -var
+    value, as terraform does for a value it refuses). No vaulted value reaches Terraform now: not in
+    its arguments (nor its plan and state), not in the output."""
+    done, calls = setup(*args, "-e", json.dumps(VAULTED), environment={"FAKE_TF_FAIL": "1"})
+    out = done.stdout + done.stderr
+    assert done.returncode != 0, out
+    assert any(c["argv"][0] == "plan" for c in calls), calls
+    assert "Invalid value for input variable" in out, out[-3000:]  # the stand-in did print the -var values
+    arguments = json.dumps([c["argv"] for c in calls])
+    for secret in ("rancher-bootstrap-v4ult", "fleet-git-v4ult", "oauth-client-v4ult", "pve-token-v4ult"):
+        assert secret not in out, f"{secret} printed"
+        assert secret not in arguments, f"{secret} passed to terraform"
+    assert "vault_gpu_cluster_rancher_bootstrap_password" in arguments  # the generated inventory refers to it

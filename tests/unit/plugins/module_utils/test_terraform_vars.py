@@ -57,3 +57,29 @@ def test_refuses_an_inventory_without(group, message):
     groups[group] = []
     with pytest.raises(ValueError, match=message):
         terraform_vars(groups, hostvars, [])
+
+
+SECRETS = {"gpu_cluster_rancher_bootstrap_password": "rancher-bootstrap-0xA1",
+           "gpu_cluster_fleet_git_password": "fleet-token-0xB2",
+           "gpu_cluster_jupyterhub_oauth": {"client_id": "hub", "client_secret": "oauth-secret-0xC3"},
+           "gpu_cluster_rancher_tls_key": "-----BEGIN PRIVATE KEY-----\nkey-0xD4\n-----END PRIVATE KEY-----\n"}
+
+
+def test_no_secret_reaches_terraform():
+    """Issue 27: every cluster-wide gpu_cluster_* value went to Terraform (-var: printed by a failed
+    plan, kept in its plan and state) and into the generated inventory in clear. A secret now goes
+    as a reference to its vault variable (docs/gitops.md's vault_<name> convention)."""
+    groups, hostvars = inventory()
+    for host in hostvars:
+        hostvars[host].update(SECRETS)
+    hostvars["pve"]["gpu_cluster_proxmox_api_token_secret"] = "pve-token-0xE5"
+    result = terraform_vars(groups, hostvars, ["ssh-ed25519 AAAA k"])
+    text = repr(result)
+    for secret in ("0xA1", "0xB2", "0xC3", "0xD4", "0xE5"):
+        assert secret not in text
+    shared = result["inventory_vars"]["all"]
+    assert shared["gpu_cluster_rancher_bootstrap_password"] == "{{ vault_gpu_cluster_rancher_bootstrap_password | default('') }}"
+    assert shared["gpu_cluster_jupyterhub_oauth"] == "{{ vault_gpu_cluster_jupyterhub_oauth }}"
+    assert result["inventory_vars"]["proxmox_hosts"]["gpu_cluster_proxmox_api_token_secret"] == (
+        "{{ vault_gpu_cluster_proxmox_api_token_secret | default('') }}")
+    assert shared["gpu_cluster_name"] == "c"  # the rest as it is
