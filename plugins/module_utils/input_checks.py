@@ -104,7 +104,8 @@ def switch_problems(values, checked=()):
         for value, on in values[name]:
             if not isinstance(value, bool):
                 problems.append("%s: %s is %r; use true or false (a YAML boolean: a string such as \"false\" is true "
-                                "to Ansible)" % (_where(on), name, value))
+                                "to Ansible; on the command line -e '{\"%s\": false}', not -e %s=false)"
+                                % (_where(on), name, value, name, name))
     return problems
 
 

@@ -203,6 +203,13 @@ def admission_exemptions(render_root):
     return config["plugins"][0]["configuration"]["exemptions"]["namespaces"]
 
 
+# The namespaces Rancher and Fleet own that Rancher 2.14 requires exempt under a restricted default
+# (https://ranchermanager.docs.rancher.com/v2.14/reference-guides/rancher-security/psa-restricted-exemptions):
+# issue 27, the homelab's management phase is on.
+RANCHER_EXEMPT = {"cattle-system", "cattle-fleet-system", "cattle-fleet-local-system", "cattle-impersonation-system",
+                  "fleet-local", "fleet-default"}
+
+
 def test_every_component_namespace_has_the_level_its_pods_need(homelab):
     """Under the restricted default, each component's namespace is labelled (Namespace object and
     Fleet namespaceLabels alike) with the level its pods need, or is exempt."""
@@ -212,7 +219,7 @@ def test_every_component_namespace_has_the_level_its_pods_need(homelab):
     for name, bundle in bundles(homelab).items():
         namespace = fleet(bundle)["defaultNamespace"]
         if namespace in exempt:
-            assert namespace == "kube-system", name
+            assert namespace == "kube-system" or namespace.startswith(("cattle-", "fleet-")), name
             continue
         if name.startswith("gpu-quota-"):
             continue  # only a ResourceQuota, no pods (docs/gpu-pools.md)
@@ -228,7 +235,7 @@ def test_every_component_namespace_has_the_level_its_pods_need(homelab):
             continue
         for mode in PSA_MODES:
             assert fleet_labels[f"pod-security.kubernetes.io/{mode}"] == level, (namespace, mode)
-    assert seen == set(NAMESPACE_LEVELS)
+    assert seen == set(NAMESPACE_LEVELS) - set(exempt)
 
 
 def test_only_the_namespaces_that_need_it_are_privileged(homelab):
@@ -245,8 +252,16 @@ def test_pod_security_admission_configuration_validates(homelab, legacy):
         jsonschema.Draft202012Validator(schema).validate(config)
         pod_security = config["plugins"][0]["configuration"]
         assert {pod_security["defaults"][mode] for mode in PSA_MODES} == {"restricted"}
-    assert admission_exemptions(homelab.parent / "_k3s" / "homelab") == ["kube-system"]
-    assert admission_exemptions(legacy.parent / "_k3s" / "homelab") == ["jupyterhub", "kube-system"]
+    homelab_exempt = admission_exemptions(homelab.parent / "_k3s" / "homelab")
+    assert RANCHER_EXEMPT <= set(homelab_exempt) and "kube-system" in homelab_exempt
+    assert all(n == "kube-system" or n.startswith(("cattle-", "fleet-")) for n in homelab_exempt)
+    assert {"jupyterhub", "kube-system"} | RANCHER_EXEMPT <= set(admission_exemptions(legacy.parent / "_k3s" / "homelab"))
+
+
+def test_without_the_management_phase_only_kube_system_is_exempt(renders_cache):
+    """Rancher's exemptions come with the management phase only (gpu_cluster_management_enabled)."""
+    root = renders_cache.get(HOMELAB, json.dumps({"gpu_cluster_management_enabled": False}))[0]
+    assert admission_exemptions(root / "_k3s" / "homelab") == ["kube-system"]
 
 
 def test_audit_policy_validates(homelab):

@@ -52,7 +52,8 @@ def test_switches_are_yaml_booleans(value, refused):
     assert bool(problems) is refused
     if refused:
         assert problems == [f"cp1: gpu_cluster_jupyterhub_enabled is {value!r}; use true or false (a YAML boolean: "
-                            "a string such as \"false\" is true to Ansible)"]
+                            "a string such as \"false\" is true to Ansible; on the command line "
+                            "-e '{\"gpu_cluster_jupyterhub_enabled\": false}', not -e gpu_cluster_jupyterhub_enabled=false)"]
 
 
 @pytest.mark.parametrize("url, refused", [
