@@ -65,7 +65,8 @@ def _first_control(value, path=""):
     return None
 
 
-def _where(hosts):
+def where(hosts):
+    """Where a value is set, for a message: the host, or the first host and how many others."""
     return hosts[0] if len(hosts) == 1 else "%s (and %d other host(s))" % (hosts[0], len(hosts) - 1)
 
 
@@ -86,11 +87,11 @@ def text_problems(values, names=()):
             if is_secret(name, value):
                 problems.append("%s: %s%s holds a newline or another control character (the value is a secret and not "
                                 "shown); store it again without one (ansible-vault encrypt_string reads the newline of "
-                                "echo: use printf %%s)" % (_where(on), name, path))
+                                "echo: use printf %%s)" % (where(on), name, path))
             else:
                 problems.append("%s: %s%s is %r, with a newline or another control character in it; remove it (values "
                                 "are matched whole, a line end pasted with the value is not ignored)"
-                                % (_where(on), name, path, text))
+                                % (where(on), name, path, text))
     return problems
 
 
@@ -105,7 +106,7 @@ def switch_problems(values, checked=()):
             if not isinstance(value, bool):
                 problems.append("%s: %s is %r; use true or false (a YAML boolean: a string such as \"false\" is true "
                                 "to Ansible; on the command line -e '{\"%s\": false}', not -e %s=false)"
-                                % (_where(on), name, value, name, name))
+                                % (where(on), name, value, name, name))
     return problems
 
 

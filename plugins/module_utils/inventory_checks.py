@@ -876,8 +876,7 @@ def _check_cluster_variables(groups, values):
     return problems
 
 
-def _where(hosts):
-    return hosts[0] if len(hosts) == 1 else "%s (and %d other host(s))" % (hosts[0], len(hosts) - 1)
+_where = input_checks.where
 
 
 def _check_host_variables(index):
