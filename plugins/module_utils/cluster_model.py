@@ -36,6 +36,23 @@ GPU_RESOURCE = gpu_pools.GPU_RESOURCE
 # What a workload on a GPU worker selects when it has no pool (the contract's label).
 GPU_NODE_SELECTOR = {"gpu": "true"}
 
+# Where the cluster keeps state on local volumes (the hub's database, Prometheus, Alertmanager,
+# Grafana: SQLite and the TSDB do not lock on NFS): the infra nodes when there are any, else the
+# servers. k3s labels every server node-role.kubernetes.io/control-plane=true.
+INFRA_LABEL = "node-role.kubernetes.io/infra"
+INFRA_TOLERATION = {"key": INFRA_LABEL, "operator": "Equal", "value": "true", "effect": "NoSchedule"}
+CONTROL_PLANE_LABEL = "node-role.kubernetes.io/control-plane"
+STATE_STORAGE_CLASS = "local-path"
+
+
+def state_placement(infra):
+    """The nodeSelector (and toleration) of a pod that keeps state on a local volume: the infra nodes
+    when ``infra`` (the inventory has some), else the k3s servers."""
+    if infra:
+        return {"nodeSelector": {INFRA_LABEL: "true"}, "tolerations": [dict(INFRA_TOLERATION)]}
+    return {"nodeSelector": {CONTROL_PLANE_LABEL: "true"}}
+
+
 # The labels the kubelet and k3s put on every node themselves.
 HOSTNAME_LABEL = "kubernetes.io/hostname"
 SERVER_ROLE_LABELS = ("node-role.kubernetes.io/control-plane", "node-role.kubernetes.io/etcd",

@@ -15,13 +15,14 @@ __metaclass__ = type
 import json
 import re
 
+from ansible_collections.cps.gpu_cluster.plugins.module_utils import cluster_model
 from ansible_collections.cps.gpu_cluster.plugins.module_utils.gpu_pools import POOL_LABEL, pool_capacity
 
 RUNBOOK = "https://github.com/cps/gpu_cluster/blob/main/docs/gpu-pools.md#%s"
 ALERTS = ("GPUDriverMissing", "GPUNodeWithoutPool", "GPUPoolCapacityLow", "GPUPoolUsageHigh", "GPUXidErrors",
           "GPUTemperatureHigh")
-INFRA_LABEL = "node-role.kubernetes.io/infra"
-INFRA_TOLERATION = {"key": INFRA_LABEL, "operator": "Equal", "value": "true", "effect": "NoSchedule"}
+INFRA_LABEL = cluster_model.INFRA_LABEL
+INFRA_TOLERATION = cluster_model.INFRA_TOLERATION
 DASHBOARD_LABEL = "grafana_dashboard"
 BUNDLE_LABEL = "gpu-cluster.cps/bundle"
 DCGM_SERVICE_LABELS = {"app": "nvidia-dcgm-exporter"}
@@ -56,15 +57,20 @@ def _placement(infra):
     return {"nodeSelector": {INFRA_LABEL: "true"}, "tolerations": [dict(INFRA_TOLERATION)]}
 
 
-def stack_values(retention="15d", storage_size="50Gi", *, grafana_storage_size="10Gi", storage_class="nfs-client",
+def stack_values(retention="15d", storage_size="50Gi", *, grafana_storage_size="10Gi",
+                 storage_class=cluster_model.STATE_STORAGE_CLASS,
                  infra=False, extra=None):
     """kube-prometheus-stack values: Prometheus retention and storage, Grafana storage and dashboards
     sidecar, every ServiceMonitor/PrometheusRule of the cluster selected, kube-state-metrics exporting
-    the GPU node labels the alerts read, and infra-node placement when ``infra``."""
+    the GPU node labels the alerts read, and infra-node placement when ``infra``. Prometheus and
+    Grafana keep their databases on local volumes (``storage_class``, k3s's local-path by default: the
+    TSDB and SQLite do not lock on NFS), on the infra nodes or else the servers
+    (:func:`cluster_model.state_placement`)."""
     if not isinstance(retention, str) or not DURATION_RE.fullmatch(retention):
         raise ValueError("retention %r must be a Prometheus duration, like 15d" % (retention,))
     retention_size(grafana_storage_size)
     placement = _placement(infra)
+    state = cluster_model.state_placement(infra)
     prometheus_spec = {
         "retention": retention,
         "retentionSize": retention_size(storage_size),
@@ -79,7 +85,7 @@ def stack_values(retention="15d", storage_size="50Gi", *, grafana_storage_size="
         "podMonitorSelectorNilUsesHelmValues": False,
         "probeSelectorNilUsesHelmValues": False,
     }
-    prometheus_spec.update(placement)
+    prometheus_spec.update(state)
     values = {
         "prometheus": {"prometheusSpec": prometheus_spec},
         "alertmanager": {"alertmanagerSpec": dict(placement)},
@@ -88,7 +94,7 @@ def stack_values(retention="15d", storage_size="50Gi", *, grafana_storage_size="
             "persistence": {"enabled": True, "storageClassName": storage_class, "size": str(grafana_storage_size)},
             "sidecar": {"dashboards": {"enabled": True, "label": DASHBOARD_LABEL, "labelValue": "1",
                                        "searchNamespace": "ALL"}},
-        }, **placement),
+        }, **state),
         "kube-state-metrics": dict({
             "metricLabelsAllowlist": ["nodes=[gpu,%s,nvidia.com/device-plugin.config,nvidia.com/mig.config]" % POOL_LABEL],
         }, **placement),

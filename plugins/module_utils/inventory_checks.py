@@ -49,6 +49,7 @@ PCI_ID_RE = re.compile(r"[0-9a-fA-F]{4}:[0-9a-fA-F]{4}")
 PCI_ADDRESS_RE = re.compile(r"([0-9a-fA-F]{4}:)?[0-9a-fA-F]{2}:[0-9a-fA-F]{2}\.[0-7]")
 MAPPING_NAME_RE = re.compile(r"[A-Za-z][A-Za-z0-9_-]*")
 DELIVERY_MODES = ("direct", "fleet")
+NFS_STORAGE_CLASS = "nfs-client"
 VM_PRESETS = ("small", "medium", "large")
 
 # Kubernetes label syntax: an optional DNS-subdomain prefix and '/', a name of at most 63 characters.
@@ -132,6 +133,8 @@ CLUSTER_VARIABLES = {
     "gpu_cluster_backup_dir": (False, "any_path"),
     "gpu_cluster_pod_security_exempt_namespaces": (False, "dns_label_list"),
     "gpu_cluster_state_dir": (False, "any_path"),
+    # the hub's database, Prometheus and Grafana (module_utils/cluster_model.py STATE_STORAGE_CLASS)
+    "gpu_cluster_state_storage_class": (False, "state_class"),
     # checked by k3s_parity.inventory_problems; listed here so every host must agree
     "gpu_cluster_http_proxy": (False, "any"),
     "gpu_cluster_https_proxy": (False, "any"),
@@ -404,6 +407,9 @@ KINDS = {
     "dns_label": (lambda v: _full(DNS_LABEL_RE, v),
                   "use a DNS label: lowercase letters, digits and '-', at most 63 characters (like homelab)"),
     "dns_name": (_valid_dns_name, "use a lowercase DNS domain (like homelab.lan)"),
+    "state_class": (lambda v: _valid_dns_name(v) and v != NFS_STORAGE_CLASS,
+                    "use a StorageClass of local volumes (like local-path): SQLite and Prometheus' TSDB need "
+                    "file locks NFS does not give"),
     "network": (lambda v: _net(v) is not None,
                 "not a network in CIDR form; use an address with zero host bits and a prefix length (like 10.42.0.0/16)"),
     "network_list": (lambda v: _list_of(v, lambda item: _net(item) is not None),

@@ -522,6 +522,22 @@ def test_monitoring_infra_placement_reaches_every_component(rendered):
     assert not any(spec.get("nodeSelector") == {gpu_monitoring.INFRA_LABEL: "true"} for spec in homelab.values())
 
 
+def test_monitoring_state_is_on_local_volumes_on_the_servers(rendered):
+    """Prometheus' TSDB and Grafana's SQLite need file locks NFS does not give: the homelab (no infra
+    nodes) keeps them on k3s's local-path volumes, on a server; the stateless pods are not pinned."""
+    docs = render_row(rendered, "homelab", "monitoring")[0]
+    specs = pod_specs(docs)
+    server = {"node-role.kubernetes.io/control-plane": "true"}
+    pinned = {key for key, spec in specs.items() if spec.get("nodeSelector") == server}
+    assert {kind for kind, _name in pinned} == {"Prometheus", "Deployment"}
+    assert any("grafana" in name for kind, name in pinned if kind == "Deployment")
+    prometheus = next(d for _path, d in docs if d.get("kind") == "Prometheus")
+    assert prometheus["spec"]["storage"]["volumeClaimTemplate"]["spec"]["storageClassName"] == "local-path"
+    claims = [d for _path, d in docs if d.get("kind") == "PersistentVolumeClaim"]
+    assert claims and all(c["spec"]["storageClassName"] == "local-path" for c in claims)
+    assert not any("nfs" in yaml.safe_dump(d) for d in claims + [prometheus])
+
+
 @pytest.mark.parametrize("auth", ["github", "generic-oauth", "dummy"])
 def test_jupyterhub_other_settings_render_strict_valid(auth):
     """The values branches the homelab does not take (OAuth with its client secret from a Secret,

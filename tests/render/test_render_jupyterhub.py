@@ -299,7 +299,18 @@ def test_auth_ingress_culling(renders):
     homelab, variant = values_of(renders, "homelab"), values_of(renders, "variant")
     assert homelab["hub"]["config"]["JupyterHub"]["authenticator_class"] == "nativeauthenticator.NativeAuthenticator"
     assert homelab["hub"]["config"]["Authenticator"]["admin_users"] == ["admin"]
-    assert homelab["ingress"] == {"enabled": True, "ingressClassName": "traefik", "hosts": ["jupyter.127.0.0.1.nip.io"]}
+    # TLS by default from the cluster CA the management phase installs; HTTPS only
+    assert homelab["ingress"] == {"enabled": True, "ingressClassName": "traefik", "hosts": ["jupyter.127.0.0.1.nip.io"],
+                                  "annotations": {"cert-manager.io/cluster-issuer": "gpu-cluster-ca",
+                                                  "traefik.ingress.kubernetes.io/router.entrypoints": "websecure"},
+                                  "tls": [{"hosts": ["jupyter.127.0.0.1.nip.io"], "secretName": "jupyterhub-tls"}]}
+    # the admin's account is created by the hub at start from the Secret (never in the bundle)
+    assert "cps-native-admins" in homelab["hub"]["extraConfig"]
+    assert homelab["hub"]["extraEnv"]["CPS_JUPYTERHUB_ADMIN_PASSWORD"]["valueFrom"]["secretKeyRef"] == {
+        "name": "jupyterhub-admin", "key": "password"}
+    # its database on a local volume on a server (the homelab has no infra nodes), not on NFS
+    assert homelab["hub"]["db"] == {"type": "sqlite-pvc", "pvc": {"storageClassName": "local-path"}}
+    assert homelab["hub"]["nodeSelector"] == {"node-role.kubernetes.io/control-plane": "true"}
     assert homelab["cull"]["timeout"] == 3600 and homelab["cull"]["enabled"] is True
     assert variant["hub"]["config"]["GitHubOAuthenticator"]["oauth_callback_url"] == \
         "https://jupyter.127.0.0.1.nip.io/hub/oauth_callback"

@@ -41,12 +41,20 @@ def test_stack_values_placement_and_storage():
     values = gm.stack_values("30d", "100Gi", infra=True)
     spec = values["prometheus"]["prometheusSpec"]
     assert spec["retention"] == "30d" and spec["retentionSize"] == "85GB"
-    assert spec["storageSpec"]["volumeClaimTemplate"]["spec"]["storageClassName"] == "nfs-client"
+    # the TSDB and Grafana's SQLite on local volumes, never NFS
+    assert spec["storageSpec"]["volumeClaimTemplate"]["spec"]["storageClassName"] == "local-path"
+    assert values["grafana"]["persistence"]["storageClassName"] == "local-path"
     for section in (spec, values["grafana"], values["alertmanager"]["alertmanagerSpec"], values["prometheusOperator"],
                     values["kube-state-metrics"]):
         assert section["nodeSelector"] == {"node-role.kubernetes.io/infra": "true"}
         assert section["tolerations"][0]["key"] == "node-role.kubernetes.io/infra"
-    assert "nodeSelector" not in gm.stack_values()["grafana"]
+    # without infra nodes the stateful ones stay beside their local volume on a server, the rest float
+    plain = gm.stack_values()
+    for section in (plain["grafana"], plain["prometheus"]["prometheusSpec"]):
+        assert section["nodeSelector"] == {"node-role.kubernetes.io/control-plane": "true"}
+        assert "tolerations" not in section
+    for section in (plain["alertmanager"]["alertmanagerSpec"], plain["prometheusOperator"], plain["kube-state-metrics"]):
+        assert "nodeSelector" not in section
     assert gm.stack_values(extra={"grafana": {"adminUser": "me"}})["grafana"]["persistence"]["enabled"] is True
     with pytest.raises(ValueError, match="Prometheus duration"):
         gm.stack_values("15 days")

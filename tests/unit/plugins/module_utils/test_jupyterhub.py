@@ -202,8 +202,98 @@ def test_values_native_auth_culling_storage_ingress_network_policy():
 
 def test_tls_with_cert_manager_issuer():
     values = j.chart_values(dict(SETTINGS, cert_issuer="letsencrypt"), [{"name": "cpu", "gpu": 0}])
-    assert values["ingress"]["annotations"] == {"cert-manager.io/cluster-issuer": "letsencrypt"}
+    # Traefik serves it on the HTTPS entrypoint only: no password over plain HTTP
+    assert values["ingress"]["annotations"] == {"cert-manager.io/cluster-issuer": "letsencrypt",
+                                                "traefik.ingress.kubernetes.io/router.entrypoints": "websecure"}
     assert values["ingress"]["tls"] == [{"hosts": ["jupyter.example.org"], "secretName": "jupyterhub-tls"}]
+    other = j.chart_values(dict(SETTINGS, cert_issuer="letsencrypt", ingress_class="nginx"), [{"name": "cpu", "gpu": 0}])
+    assert other["ingress"]["annotations"] == {"cert-manager.io/cluster-issuer": "letsencrypt"}
+
+
+def test_tls_by_default_from_the_cluster_ca_when_management_installs_it():
+    values = j.chart_values(dict(SETTINGS, management=True), [{"name": "cpu", "gpu": 0}])
+    assert values["ingress"]["annotations"]["cert-manager.io/cluster-issuer"] == "gpu-cluster-ca"
+    assert values["ingress"]["tls"] == [{"hosts": ["jupyter.example.org"], "secretName": "jupyterhub-tls"}]
+    plain = j.chart_values(dict(SETTINGS, management=True, tls=False), [{"name": "cpu", "gpu": 0}])
+    assert "tls" not in plain["ingress"] and "annotations" not in plain["ingress"]
+
+
+def test_hub_database_on_a_local_volume_on_the_state_node():
+    values = j.chart_values(SETTINGS, [{"name": "cpu", "gpu": 0}])
+    assert values["hub"]["db"] == {"type": "sqlite-pvc", "pvc": {"storageClassName": "local-path"}}
+    assert values["hub"]["nodeSelector"] == {"node-role.kubernetes.io/control-plane": "true"}
+    infra = j.chart_values(dict(SETTINGS, infra=True, state_storage_class="local-ssd"), [{"name": "cpu", "gpu": 0}])
+    assert infra["hub"]["db"]["pvc"]["storageClassName"] == "local-ssd"
+    assert infra["hub"]["nodeSelector"] == {"node-role.kubernetes.io/infra": "true"}
+    assert infra["hub"]["tolerations"] == [{"key": "node-role.kubernetes.io/infra", "operator": "Equal",
+                                           "value": "true", "effect": "NoSchedule"}]
+
+
+# ----------------------------------------------------------------------------- the admins exist before sign-up
+ADMIN_PASSWORD = "first-admin-password-42"
+
+
+def _hub_authenticator(values, db):
+    """The authenticator the hub builds from the chart values, the way the chart's jupyterhub_config.py
+    does (tests/fixtures/charts/helm/jupyterhub-4.4.0/files/hub/jupyterhub_config.py: hub.config
+    sections, then hub.extraConfig in key order), against a real hub database."""
+    from traitlets.config import Config
+    config = Config()
+    for section, cfg in values["hub"]["config"].items():
+        config[section].update(cfg)
+    for _key, code in sorted((values["hub"].get("extraConfig") or {}).items()):
+        exec(compile(code, "extraConfig", "exec"), {"c": config})  # noqa: S102 - the chart does the same
+    cls = config.JupyterHub.authenticator_class
+    if isinstance(cls, str):
+        import nativeauthenticator
+        cls = nativeauthenticator.NativeAuthenticator
+    return cls(config=config, _deprecated_db_session=db)
+
+
+@pytest.fixture
+def hub_db(tmp_path):
+    from jupyterhub import orm
+    return orm.new_session_factory("sqlite:///%s" % (tmp_path / "jupyterhub.sqlite"))()
+
+
+def test_admin_accounts_exist_before_sign_up_and_nobody_can_claim_them(hub_db, monkeypatch):
+    import asyncio
+    from nativeauthenticator.orm import UserInfo
+    values = j.chart_values(SETTINGS, [{"name": "cpu", "gpu": 0}])
+    assert values["hub"]["extraEnv"]["CPS_JUPYTERHUB_ADMIN_PASSWORD"] == {"valueFrom": {"secretKeyRef": {
+        "name": "jupyterhub-admin", "key": "password"}}}
+    monkeypatch.setenv("CPS_JUPYTERHUB_ADMIN_PASSWORD", ADMIN_PASSWORD)
+    auth = _hub_authenticator(values, hub_db)
+    assert type(auth).__name__ == "CpsNativeAuthenticator" and auth.open_signup is False
+    admin = UserInfo.find(hub_db, "admin")
+    assert admin is not None and admin.is_authorized and admin.is_valid_password(ADMIN_PASSWORD)
+    # whoever signs up first under the admin's name gets nothing
+    assert auth.create_user("admin", "attacker-password-1234") is None
+    assert asyncio.run(auth.authenticate(None, {"username": "admin", "password": "attacker-password-1234"})) is None
+    assert asyncio.run(auth.authenticate(None, {"username": "admin", "password": ADMIN_PASSWORD})) == "admin"
+    # a new user signs up unauthorized (an admin approves at /hub/authorize)
+    assert auth.create_user("alice", "alice-password-1234").is_authorized is False
+    # a restart keeps the admin's own (changed) password
+    auth.change_password("admin", "changed-by-the-admin-1")
+    monkeypatch.setenv("CPS_JUPYTERHUB_ADMIN_PASSWORD", "another-first-password")
+    _hub_authenticator(values, hub_db)
+    assert UserInfo.find(hub_db, "admin").is_valid_password("changed-by-the-admin-1")
+
+
+def test_without_the_seeding_the_first_sign_up_claims_the_admin(hub_db):
+    """What the seeding prevents: NativeAuthenticator alone pre-authorizes an admin name for
+    whoever signs up with it first (the values before this change)."""
+    values = j.chart_values(SETTINGS, [{"name": "cpu", "gpu": 0}])
+    del values["hub"]["extraConfig"]["cps-native-admins"]
+    auth = _hub_authenticator(values, hub_db)
+    assert auth.create_user("admin", "attacker-password-1234").is_authorized is True
+
+
+def test_the_hub_does_not_start_without_a_first_password(hub_db, monkeypatch):
+    values = j.chart_values(SETTINGS, [{"name": "cpu", "gpu": 0}])
+    monkeypatch.setenv("CPS_JUPYTERHUB_ADMIN_PASSWORD", "short")
+    with pytest.raises(SystemExit, match="at least 12 characters"):
+        _hub_authenticator(values, hub_db)
 
 
 def test_oauth_secret_only_by_reference():
@@ -279,10 +369,29 @@ def test_preflight_dummy_needs_the_insecure_lab_switch_and_warns_loudly():
     ({"gpu_cluster_jupyterhub_host": "Jupyter_Hub"}, "gpu_cluster_jupyterhub_host is 'Jupyter_Hub'; use a DNS name"),
     ({"gpu_cluster_jupyterhub_cull_timeout": 10}, "gpu_cluster_jupyterhub_cull_timeout is 10"),
     ({"gpu_cluster_jupyterhub_quota": {"gpus": 4}}, "gpu_cluster_jupyterhub_quota is {'gpus': 4}"),
+    ({"gpu_cluster_jupyterhub_admin_password": "short"}, "gpu_cluster_jupyterhub_admin_password is too short"),
+    ({"gpu_cluster_jupyterhub_tls": "yes"}, "gpu_cluster_jupyterhub_tls is 'yes'; use true or false"),
+    ({"gpu_cluster_jupyterhub_host": "jupyter.example.org"}, "nothing issues the certificate"),
 ])
 def test_preflight_settings(variables, message):
     problems = j.jupyterhub_problems(*inventory(gpu_cluster_jupyterhub_drop_unsatisfiable_profiles=True, **variables))
     assert any(message in p for p in problems), problems
+
+
+@pytest.mark.parametrize("variables", [
+    {"gpu_cluster_management_enabled": True},
+    {"gpu_cluster_jupyterhub_cert_issuer": "letsencrypt"},
+    {"gpu_cluster_jupyterhub_tls": False},
+])
+def test_preflight_tls_has_an_issuer_or_is_switched_off(variables):
+    assert j.jupyterhub_problems(*inventory(gpu_cluster_jupyterhub_drop_unsatisfiable_profiles=True,
+                                            gpu_cluster_jupyterhub_host="jupyter.example.org", **variables)) == []
+
+
+def test_preflight_never_prints_the_admin_password():
+    problems = j.jupyterhub_problems(*inventory(gpu_cluster_jupyterhub_drop_unsatisfiable_profiles=True,
+                                                gpu_cluster_jupyterhub_admin_password="s3cret-x"))
+    assert problems and not any("s3cret-x" in p for p in problems)
 
 
 # ----------------------------------------------------------------------------- verify
