@@ -29,7 +29,7 @@ try:
 except ImportError:  # pragma: no cover
     from pipes import quote as _quote  # pylint: disable=deprecated-module
 
-from ansible_collections.cps.gpu_cluster.plugins.module_utils import cluster_model, node_vars
+from ansible_collections.cps.gpu_cluster.plugins.module_utils import cluster_model, ingress_tls, node_vars
 from ansible_collections.cps.gpu_cluster.plugins.module_utils.gpu_pools import pool_resource
 
 DNS_LABEL = re.compile(r"^[a-z0-9]([-a-z0-9]{0,61}[a-z0-9])?\Z")
@@ -88,8 +88,7 @@ ADMIN_SECRET_NAME = "jupyterhub-admin"
 ADMIN_PASSWORD_KEY = "password"
 ADMIN_PASSWORD_ENV = "CPS_JUPYTERHUB_ADMIN_PASSWORD"
 MIN_PASSWORD = 12
-# The cluster's own CA (the management phase's cluster-ca component, module_utils/management.py).
-CLUSTER_CA_ISSUER = "gpu-cluster-ca"
+CLUSTER_CA_ISSUER = ingress_tls.CLUSTER_CA_ISSUER
 TLS_SECRET = "jupyterhub-tls"
 # Where the hub keeps its database: a local volume (SQLite does not lock on NFS).
 STATE_STORAGE_CLASS = cluster_model.STATE_STORAGE_CLASS
@@ -492,11 +491,7 @@ def native_admins_config(secret_name=ADMIN_SECRET_NAME):
 def tls_issuer(settings):
     """The ClusterIssuer of the hub's Ingress certificate: the inventory's, else the cluster CA when the
     management phase installs it and TLS is on (the default); '' for none."""
-    if settings.get("cert_issuer"):
-        return settings["cert_issuer"]
-    if _flag(settings.get("tls", True)) and _flag(settings.get("management", False)):
-        return CLUSTER_CA_ISSUER
-    return ""
+    return ingress_tls.issuer(settings.get("cert_issuer"), settings.get("tls"), settings.get("management"))
 
 
 def ingress_values(settings):
@@ -509,10 +504,7 @@ def ingress_values(settings):
     ingress.update({"ingressClassName": ingress_class, "hosts": [settings["host"]]})
     issuer = tls_issuer(settings)
     if issuer:
-        annotations = {"cert-manager.io/cluster-issuer": issuer}
-        if ingress_class == "traefik":
-            annotations["traefik.ingress.kubernetes.io/router.entrypoints"] = "websecure"
-        ingress["annotations"] = annotations
+        ingress["annotations"] = ingress_tls.annotations(issuer, ingress_class)
         ingress["tls"] = [{"hosts": [settings["host"]], "secretName": TLS_SECRET}]
     return ingress
 
@@ -765,10 +757,8 @@ def _tls_problems(groups, hostvars):
                 "management": _inventory_value(groups, hostvars, "gpu_cluster_management_enabled") is True}
     if not _inventory_value(groups, hostvars, "gpu_cluster_jupyterhub_host") or not settings["tls"] or tls_issuer(settings):
         return []
-    return ["gpu_cluster_jupyterhub_host is set and TLS is on (gpu_cluster_jupyterhub_tls), but nothing issues the "
-            "certificate: enable the management phase (gpu_cluster_management_enabled: true installs cert-manager "
-            "and the cluster CA), name a ClusterIssuer in gpu_cluster_jupyterhub_cert_issuer, or set "
-            "gpu_cluster_jupyterhub_tls: false to serve passwords over plain HTTP in a closed lab"]
+    return [ingress_tls.problem("gpu_cluster_jupyterhub_host", "gpu_cluster_jupyterhub_tls",
+                                "gpu_cluster_jupyterhub_cert_issuer")]
 
 
 def jupyterhub_warnings(groups, hostvars):

@@ -12,9 +12,12 @@ module: vllm_endpoint_check
 short_description: Prove that a vLLM model answers through its Service
 version_added: 0.1.0
 description:
-  - Calls the model's OpenAI-compatible API through the Kubernetes API server's Service proxy
-    (C(/api/v1/namespaces/<namespace>/services/<service>:http/proxy/...)), so the control node needs
-    only its kubeconfig.
+  - A model that asks for an API key (C(spec.api_key_secret), the default) is asked from inside its own
+    pod (the Kubernetes exec API runs one Python request to C(127.0.0.1:8000) with the pod's C(VLLM_API_KEY)),
+    so the key never leaves the pod and the namespace's NetworkPolicy need not let the control node in.
+  - A model without a key (the operator engine) is called through the Kubernetes API server's Service proxy
+    (C(/api/v1/namespaces/<namespace>/services/<service>:http/proxy/...)).
+  - Either way the control node needs only its kubeconfig.
   - C(GET /v1/models) must list the model (retried until C(wait_timeout) while the model loads), then one
     C(POST /v1/chat/completions), or C(POST /v1/embeddings) for embedding models, must answer; each
     request is timed.
@@ -24,7 +27,7 @@ description:
 options:
   spec:
     description: The model's spec as the C(cps.gpu_cluster.vllm_spec) filter returns it (C(name),
-      C(namespace), C(model), C(task) are read).
+      C(namespace), C(model), C(task) and C(api_key_secret) are read).
     type: dict
     required: true
   kubeconfig:
@@ -93,11 +96,18 @@ import traceback
 
 from ansible.module_utils.basic import AnsibleModule, missing_required_lib
 
-from ansible_collections.cps.gpu_cluster.plugins.module_utils.vllm import run_checks, verify_rows
+from ansible_collections.cps.gpu_cluster.plugins.module_utils.vllm import (
+    in_pod_command,
+    parse_in_pod_answer,
+    run_checks,
+    verify_rows,
+)
 
 try:
+    from kubernetes import client as k8s_client
     from kubernetes import config as k8s_config
     from kubernetes.client.exceptions import ApiException
+    from kubernetes.stream import stream as k8s_stream
     HAS_KUBERNETES = True
     KUBERNETES_IMPORT_ERROR = None
 except ImportError:
@@ -117,6 +127,28 @@ def _requester(api_client, spec, request_timeout):
         except ApiException as exc:
             return exc.status, exc.body.decode("utf-8", "replace") if isinstance(exc.body, bytes) else (exc.body or "")
         return response.status, response.data.decode("utf-8", "replace")
+    return request
+
+
+def _exec_requester(core_api, stream, spec, request_timeout):
+    """Requests made from inside a running pod of the model, with its own API key."""
+    selector = "app.kubernetes.io/name=%s,app.kubernetes.io/component=llm" % spec["name"]
+
+    def request(method, path, body):
+        try:
+            pods = core_api.list_namespaced_pod(spec["namespace"], label_selector=selector).items
+        except ApiException as exc:
+            return exc.status, "listing the pods of %s: %s" % (spec["name"], exc.reason)
+        running = sorted(p.metadata.name for p in pods if p.status is not None and p.status.phase == "Running")
+        if not running:
+            return 0, "no running pod of %s in namespace %s (%s)" % (spec["name"], spec["namespace"], selector)
+        try:
+            output = stream(core_api.connect_get_namespaced_pod_exec, running[0], spec["namespace"],
+                            container="vllm", command=in_pod_command(method, path, body, request_timeout),
+                            stderr=True, stdin=False, stdout=True, tty=False, _request_timeout=request_timeout + 10)
+        except ApiException as exc:
+            return exc.status, "exec in %s: %s" % (running[0], exc.reason)
+        return parse_in_pod_answer(output)
     return request
 
 
@@ -140,8 +172,11 @@ def main():
         api_client = k8s_config.new_client_from_config(config_file=module.params["kubeconfig"])
     except Exception as exc:  # pylint: disable=broad-except
         module.fail_json(msg="Could not configure the Kubernetes client from %s: %s" % (module.params["kubeconfig"], exc))
-    results = run_checks(_requester(api_client, spec, module.params["request_timeout"]), spec,
-                         wait_timeout=module.params["wait_timeout"])
+    if spec.get("api_key_secret"):
+        request = _exec_requester(k8s_client.CoreV1Api(api_client), k8s_stream, spec, module.params["request_timeout"])
+    else:
+        request = _requester(api_client, spec, module.params["request_timeout"])
+    results = run_checks(request, spec, wait_timeout=module.params["wait_timeout"])
     rows = verify_rows(spec, results)
     module.exit_json(changed=False, rows=rows, responses=[
         {"check": r["check"], "status": r.get("status"), "seconds": round(r.get("seconds") or 0, 3),

@@ -77,7 +77,8 @@ def test_apps_phase_fleet_writes_a_bundle_per_model_idempotently(tmp_path):
     assert rc == 0, out
     cluster = tmp_path / "homelab"
     assert sorted(p.name for p in cluster.iterdir()) == ["embed", "jupyterhub", "namespace-llm", "qwen"]
-    assert sorted(p.name for p in (cluster / "namespace-llm").iterdir()) == ["00-namespace-llm.yaml", "fleet.yaml"]
+    assert sorted(p.name for p in (cluster / "namespace-llm").iterdir()) == [
+        "00-namespace-llm.yaml", "01-networkpolicy-llm-ingress.yaml", "fleet.yaml"]
     assert sorted(p.name for p in (cluster / "qwen").iterdir()) == [
         "00-deployment-qwen.yaml", "01-service-qwen.yaml", "02-ingress-qwen.yaml", "fleet.yaml"]
     rc, out = playbook(*args)

@@ -104,14 +104,17 @@ def restricted_violations(pod_spec):
 def test_homelab_writes_qwen_with_ingress_and_embed(renders):
     cluster = renders["deployment"]
     qwen, embed = objects(cluster / "qwen"), objects(cluster / "embed")
-    assert set(objects(cluster / "namespace-llm")) == {("Namespace", "llm")}
+    assert set(objects(cluster / "namespace-llm")) == {("Namespace", "llm"), ("NetworkPolicy", "llm-ingress")}
     assert set(qwen) == {("Deployment", "qwen"), ("Service", "qwen"), ("Ingress", "qwen")}
     assert set(embed) == {("Deployment", "embed"), ("Service", "embed")}
     # the namespace bundle of this cluster: two clusters may share one Fleet repository
     on_namespace = [{"selector": {"matchLabels": {"gpu-cluster.cps/namespace": "llm", "gpu-cluster.cps/cluster": "homelab"}}}]
     # both ask for a GPU: they also wait for the GPU Operator's bundle (management.bundle_dependencies)
     on_operator = [{"selector": {"matchLabels": {"gpu-cluster.cps/bundle": "gpu-operator", "gpu-cluster.cps/cluster": "homelab"}}}]
-    assert fleet(cluster / "qwen")["dependsOn"] == on_namespace + on_operator
+    # qwen's Ingress asks cert-manager for its certificate: it also waits for cert-manager's bundle
+    on_cert_manager = [{"selector": {"matchLabels": {"gpu-cluster.cps/bundle": "cert-manager",
+                                                     "gpu-cluster.cps/cluster": "homelab"}}}]
+    assert fleet(cluster / "qwen")["dependsOn"] == on_namespace + on_cert_manager + on_operator
     assert fleet(cluster / "embed")["dependsOn"] == on_namespace + on_operator
     # every bundle carries its name and cluster (fleet_ordered_component); this one also the namespace it makes
     assert fleet(cluster / "namespace-llm")["labels"] == {"gpu-cluster.cps/namespace": "llm",
@@ -121,6 +124,24 @@ def test_homelab_writes_qwen_with_ingress_and_embed(renders):
     assert ingress["ingressClassName"] == "traefik"
     assert ingress["rules"][0]["host"] == "qwen.127.0.0.1.nip.io"
     assert ingress["rules"][0]["http"]["paths"][0]["backend"]["service"] == {"name": "qwen", "port": {"name": "http"}}
+    # HTTPS only, from the cluster CA the homelab's management phase installs
+    assert ingress["tls"] == [{"hosts": ["qwen.127.0.0.1.nip.io"], "secretName": "qwen-tls"}]
+    annotations = qwen[("Ingress", "qwen")]["metadata"]["annotations"]
+    assert annotations["cert-manager.io/cluster-issuer"] == "gpu-cluster-ca"
+    assert annotations["traefik.ingress.kubernetes.io/router.entrypoints"] == "websecure"
+    # the API key from the namespace's Secret, never in the bundle
+    for name, model in (("qwen", qwen), ("embed", embed)):
+        (container,) = model[("Deployment", name)]["spec"]["template"]["spec"]["containers"]
+        assert "--api-key" in container["args"] and "$(VLLM_API_KEY)" in container["args"]
+        assert {"name": "VLLM_API_KEY", "valueFrom": {"secretKeyRef": {"name": "llm-api-key", "key": "api-key"}}} \
+            in container["env"]
+    assert not any(kind == "Secret" for bundle in ("namespace-llm", "qwen", "embed")
+                   for kind, _name in objects(cluster / bundle))
+    # only the ingress controller, JupyterHub's notebooks (the homelab enables JupyterHub) and the
+    # namespace itself may connect to the models
+    policy = objects(cluster / "namespace-llm")[("NetworkPolicy", "llm-ingress")]["spec"]
+    assert [peer.get("namespaceSelector", {}).get("matchLabels") for peer in policy["ingress"][0]["from"]] == [
+        {"kubernetes.io/metadata.name": "kube-system"}, {"kubernetes.io/metadata.name": "jupyterhub"}, None]
     assert fleet(cluster / "qwen")["defaultNamespace"] == "llm"
     assert fleet(cluster / "embed")["defaultNamespace"] == "llm"
 

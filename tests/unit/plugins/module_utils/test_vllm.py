@@ -34,7 +34,7 @@ def test_qwen_every_field():
         "ingress_host": "qwen.127.0.0.1.nip.io", "ingress_class": "traefik", "pool": None,
         "node_selector": {"gpu": "true"},
         "tolerations": [{"key": "nvidia.com/gpu", "operator": "Exists", "effect": "NoSchedule"}],
-        "tool_call_parser": None,
+        "tool_call_parser": None, "api_key_secret": "llm-api-key", "tls_issuer": "",
         "probes": {
             "startup": {"httpGet": HEALTH, "periodSeconds": 10, "failureThreshold": 90, "timeoutSeconds": 5},
             "readiness": {"httpGet": HEALTH, "periodSeconds": 10, "failureThreshold": 3, "timeoutSeconds": 5},
@@ -219,6 +219,58 @@ def test_service_and_ingress():
     assert v.vllm_ingress(v.vllm_spec(QWEN, ingress_class="nginx"))["spec"]["ingressClassName"] == "nginx"
 
 
+def test_every_model_asks_for_its_api_key_from_the_namespace_secret():
+    container = v.vllm_deployment(v.vllm_spec(QWEN))["spec"]["template"]["spec"]["containers"][0]
+    key = next(e for e in container["env"] if e["name"] == "VLLM_API_KEY")
+    assert key["valueFrom"] == {"secretKeyRef": {"name": "llm-api-key", "key": "api-key"}}  # not optional
+    # vLLM's --api-key, expanded by the kubelet from the Secret: the manifest holds no key
+    at = container["args"].index("--api-key")
+    assert container["args"][at + 1] == "$(VLLM_API_KEY)"
+    # the probes' /health stays open (vLLM asks the key on /v1 only)
+    assert container["startupProbe"]["httpGet"]["path"] == "/health"
+    # switched off on purpose: no key
+    off = v.vllm_deployment(v.vllm_spec(QWEN, access={"api_key": False}))["spec"]["template"]["spec"]["containers"][0]
+    assert "--api-key" not in off["args"] and all(e["name"] != "VLLM_API_KEY" for e in off["env"])
+    # the operator's VLLMRuntime cannot read a Secret: no key there (preflight asks to say so)
+    assert v.vllm_spec(QWEN, engine="operator")["api_key_secret"] is None
+
+
+def test_ingress_tls_by_default_from_the_cluster_ca_https_only():
+    ingress = v.vllm_ingress(v.vllm_spec(QWEN, access={"management": True}))
+    assert ingress["metadata"]["annotations"]["cert-manager.io/cluster-issuer"] == "gpu-cluster-ca"
+    assert ingress["metadata"]["annotations"]["traefik.ingress.kubernetes.io/router.entrypoints"] == "websecure"
+    assert ingress["spec"]["tls"] == [{"hosts": ["qwen.127.0.0.1.nip.io"], "secretName": "qwen-tls"}]
+    named = v.vllm_ingress(v.vllm_spec(QWEN, access={"cert_issuer": "letsencrypt"}))
+    assert named["metadata"]["annotations"]["cert-manager.io/cluster-issuer"] == "letsencrypt"
+    plain = v.vllm_ingress(v.vllm_spec(QWEN, access={"management": True, "tls": False}))
+    assert "tls" not in plain["spec"] and "cert-manager.io/cluster-issuer" not in plain["metadata"]["annotations"]
+
+
+def test_network_policy_lets_in_the_ingress_controller_the_clients_and_the_namespace_only():
+    (llm,) = [cmp for cmp in v.vllm_components([QWEN], access={"client_namespaces": ["jupyterhub", "llm"]})
+              if cmp["name"] == "namespace-llm"]
+    (policy,) = llm["manifests"]
+    assert policy["metadata"] == {"name": "llm-ingress", "namespace": "llm",
+                                  "labels": {"app.kubernetes.io/part-of": "gpu-cluster"}}
+    assert policy["spec"]["podSelector"] == {"matchLabels": {"app.kubernetes.io/component": "llm"}}
+    assert policy["spec"]["policyTypes"] == ["Ingress"]
+    (rule,) = policy["spec"]["ingress"]
+    assert rule["ports"] == [{"port": 8000, "protocol": "TCP"}]
+    assert rule["from"] == [
+        {"namespaceSelector": {"matchLabels": {"kubernetes.io/metadata.name": "kube-system"}},
+         "podSelector": {"matchLabels": {"app.kubernetes.io/name": "traefik"}}},
+        {"namespaceSelector": {"matchLabels": {"kubernetes.io/metadata.name": "jupyterhub"}}},
+        {"podSelector": {}},
+    ]
+    # the models' pods are the ones it selects
+    deployment = v.vllm_deployment(v.vllm_spec(QWEN))
+    labels = deployment["spec"]["template"]["metadata"]["labels"]
+    assert policy["spec"]["podSelector"]["matchLabels"].items() <= labels.items()
+    other = v.network_policy("llm", "nginx")
+    assert other["spec"]["ingress"][0]["from"][0] == {
+        "namespaceSelector": {"matchLabels": {"kubernetes.io/metadata.name": "kube-system"}}}
+
+
 def test_cache_pvc_on_nfs_client():
     spec = v.vllm_spec(dict(QWEN, cache=True))
     pvc = v.vllm_cache_pvc(spec)
@@ -253,7 +305,7 @@ def test_components_namespace_bundle_first_and_models_depend_on_it():
     llm = components[0]
     assert llm["namespace_labels"]["pod-security.kubernetes.io/enforce"] == "restricted"
     assert llm["fleet_labels"] == {"gpu-cluster.cps/namespace": "llm"}
-    assert [m["kind"] for m in c.component_manifests(llm)] == ["Namespace"]
+    assert [m["kind"] for m in c.component_manifests(llm)] == ["Namespace", "NetworkPolicy"]
     assert c.fleet_bundle(llm) == {"defaultNamespace": "llm", "namespaceLabels": llm["namespace_labels"],
                                    "labels": {"gpu-cluster.cps/namespace": "llm"}}
     qwen = components[2]
@@ -281,7 +333,8 @@ HOMELAB_GROUPS = {"all": ["pve1", "cp1", "wk-gpu1", "wk-gpu2"], "gpu_workers": [
 
 
 def _hostvars(models, counts=(2, 2), pools=None):
-    hostvars = {"pve1": {}, "cp1": {}}
+    # the management phase issues the Ingresses' certificates (TLS is on by default)
+    hostvars = {"pve1": {}, "cp1": {"gpu_cluster_management_enabled": True}}
     for host, count in zip(("wk-gpu1", "wk-gpu2"), counts):
         hostvars[host] = {"gpu_cluster_gpu_count": count}
     for variables in hostvars.values():
@@ -316,7 +369,7 @@ def test_fit_within_the_pool():
 
 def test_no_gpu_workers():
     groups = {"all": ["cp1"], "gpu_workers": []}
-    (problem,) = v.llm_problems(groups, {"cp1": {"gpu_cluster_llm_models": [QWEN]}})
+    (problem,) = v.llm_problems(groups, {"cp1": {"gpu_cluster_llm_models": [QWEN], "gpu_cluster_management_enabled": True}})
     assert "gpu_workers has no nodes" in problem
 
 
@@ -335,6 +388,32 @@ def test_collection_settings_are_checked(variable, value, message):
     hostvars["cp1"][variable] = value
     (problem,) = v.llm_problems(HOMELAB_GROUPS, hostvars)
     assert message in problem
+
+
+@pytest.mark.parametrize(("variables", "message"), [
+    ({"gpu_cluster_management_enabled": False}, "gpu_cluster_llm_models: model qwen: ingress_host is set and TLS is on"),
+    ({"gpu_cluster_llm_engine": "operator"}, "set gpu_cluster_llm_api_key: false to accept that"),
+    ({"gpu_cluster_llm_api_key": "yes"}, "gpu_cluster_llm_api_key is 'yes'; use true or false"),
+    ({"gpu_cluster_llm_tls": "no"}, "gpu_cluster_llm_tls is 'no'; use true or false"),
+    ({"gpu_cluster_llm_client_namespaces": ["Team A"]}, "gpu_cluster_llm_client_namespaces is ['Team A']"),
+    ({"gpu_cluster_llm_cert_issuer": "Lets Encrypt"}, "gpu_cluster_llm_cert_issuer is 'Lets Encrypt'"),
+])
+def test_access_settings_are_checked(variables, message):
+    hostvars = _hostvars([QWEN])
+    hostvars["cp1"].update(variables)
+    problems = v.llm_problems(HOMELAB_GROUPS, hostvars)
+    assert any(message in p for p in problems), problems
+
+
+@pytest.mark.parametrize("variables", [
+    {"gpu_cluster_management_enabled": False, "gpu_cluster_llm_tls": False},
+    {"gpu_cluster_management_enabled": False, "gpu_cluster_llm_cert_issuer": "letsencrypt"},
+    {"gpu_cluster_llm_engine": "operator", "gpu_cluster_llm_api_key": False},
+])
+def test_access_settings_accepted(variables):
+    hostvars = _hostvars([QWEN])
+    hostvars["cp1"].update(variables)
+    assert v.llm_problems(HOMELAB_GROUPS, hostvars) == []
 
 
 def test_invalid_entries_reach_preflight():
