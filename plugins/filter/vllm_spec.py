@@ -33,4 +33,5 @@ class FilterModule(object):
             "vllm_problems": _wrap(vllm_problems, "vllm_problems"),
             "vllm_endpoint_checks": _wrap(vllm.endpoint_checks, "vllm_endpoint_checks"),
             "vllm_verify_rows": _wrap(vllm.verify_rows, "vllm_verify_rows"),
+            "vllm_stale_objects": _wrap(vllm.stale_objects, "vllm_stale_objects"),
         }

@@ -518,6 +518,10 @@ def vllm_manifests(spec):
 
 
 NAMESPACE_BUNDLE_LABEL = "gpu-cluster.cps/namespace"
+# Every bundle llm_serving writes carries this label, so a model removed from the inventory has its
+# bundle found and removed (roles/llm_serving/tasks/prune.yml).
+OWNER_LABEL = "gpu-cluster.cps/owner"
+OWNER = "llm-serving"
 
 
 def network_policy(namespace, ingress_class=DEFAULT_INGRESS_CLASS, client_namespaces=()):
@@ -547,7 +551,7 @@ def namespace_component(namespace, engine, ingress_class=DEFAULT_INGRESS_CLASS, 
     return {"name": "namespace-%s" % namespace, "namespace": namespace,
             "namespace_labels": namespace_labels(engine),
             "manifests": [network_policy(namespace, ingress_class, settings["client_namespaces"])],
-            "fleet_labels": {NAMESPACE_BUNDLE_LABEL: namespace}}
+            "fleet_labels": {NAMESPACE_BUNDLE_LABEL: namespace, OWNER_LABEL: OWNER}}
 
 
 def vllm_components(models, pools=None, engine="deployment", ingress_class=DEFAULT_INGRESS_CLASS,
@@ -583,8 +587,26 @@ def vllm_components(models, pools=None, engine="deployment", ingress_class=DEFAU
         components.append({
             "name": spec["name"], "namespace": spec["namespace"], "manifests": vllm_manifests(spec),
             "fleet_depends_on": [{"selector": {"matchLabels": {NAMESPACE_BUNDLE_LABEL: spec["namespace"]}}}],
+            "fleet_labels": {OWNER_LABEL: OWNER},
         })
     return components
+
+
+def stale_objects(found, components):
+    """The objects of ``found`` (what the cluster runs with the models' labels) that belong to no model
+    of ``components`` (:func:`vllm_components`): they are deleted so a removed model stops holding its
+    GPUs and its Ingress. A model is its namespace and name; PVCs are never listed (the cache keeps the
+    downloaded weights)."""
+    wanted = {(c["namespace"], c["name"]) for c in components or [] if "fleet_depends_on" in c}
+    stale = []
+    for item in found or []:
+        meta = (item or {}).get("metadata") or {}
+        if item.get("kind") == "PersistentVolumeClaim":
+            continue
+        key = (meta.get("namespace"), (meta.get("labels") or {}).get("app.kubernetes.io/name") or meta.get("name"))
+        if key not in wanted:
+            stale.append(item)
+    return sorted(stale, key=lambda i: (i["metadata"].get("namespace") or "", i["metadata"]["name"], i.get("kind")))
 
 
 def _duplicate_names(models):

@@ -113,3 +113,33 @@ def test_verify_reports_llm_endpoints_skipped(tmp_path):
     assert out.count("SKIPPED verify: LLM endpoints: kubeconfig") == 1, out[-3000:]
     report = (tmp_path / "llmtest-verify.md").read_text()
     assert re.search(r"\| LLM endpoints \| cluster \| SKIPPED \| kubeconfig .*absent does not exist", report), report
+
+
+def test_a_model_removed_from_the_inventory_leaves_the_fleet_directory(tmp_path):
+    """Fleet: a model (or a whole namespace of models) removed from gpu_cluster_llm_models has its bundle's
+    files removed, so Fleet deletes its Deployment and frees its GPUs; other components' bundles stay."""
+    base = (REPO / "playbooks" / "apps.yml", "-i", HOMELAB, "-e", "gpu_cluster_delivery=fleet",
+            "-e", f"gpu_cluster_fleet_dir={tmp_path}")
+    rc, out = playbook(*base)
+    assert rc == 0, out
+    cluster = tmp_path / "homelab"
+    (cluster / "embed" / "notes.txt").write_text("a file of the user's\n")
+
+    def yaml_files(name):
+        return sorted(p.name for p in (cluster / name).glob("*.yaml"))
+
+    only_qwen = json.dumps({"gpu_cluster_llm_models": [m for m in MODELS if m["name"] == "qwen"]})
+    rc, out = playbook(*base, "-e", only_qwen)
+    assert rc == 0, out
+    assert yaml_files("embed") == []
+    assert (cluster / "embed" / "notes.txt").exists()  # only the bundle's own YAML goes
+    assert "fleet.yaml" in yaml_files("qwen") and "fleet.yaml" in yaml_files("namespace-llm")
+    assert "fleet.yaml" in yaml_files("jupyterhub")
+    rc, out = playbook(*base, "-e", only_qwen)
+    assert rc == 0, out
+    assert re.search(r"localhost\s*:\s*ok=\d+\s+changed=0\b", out), out
+    # no model at all: the namespace bundle goes too (the apps phase says the models are switched off)
+    rc, out = playbook(*base, "-e", '{"gpu_cluster_llm_models": []}')
+    assert rc == 0, out
+    assert yaml_files("qwen") == [] and yaml_files("namespace-llm") == []
+    assert "fleet.yaml" in yaml_files("jupyterhub")

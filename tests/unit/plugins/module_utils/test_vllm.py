@@ -304,10 +304,11 @@ def test_components_namespace_bundle_first_and_models_depend_on_it():
     assert [c["name"] for c in components] == ["namespace-llm", "namespace-big", "qwen", "embed", "kimi"]
     llm = components[0]
     assert llm["namespace_labels"]["pod-security.kubernetes.io/enforce"] == "restricted"
-    assert llm["fleet_labels"] == {"gpu-cluster.cps/namespace": "llm"}
+    labels = {"gpu-cluster.cps/namespace": "llm", "gpu-cluster.cps/owner": "llm-serving"}
+    assert llm["fleet_labels"] == labels
     assert [m["kind"] for m in c.component_manifests(llm)] == ["Namespace", "NetworkPolicy"]
     assert c.fleet_bundle(llm) == {"defaultNamespace": "llm", "namespaceLabels": llm["namespace_labels"],
-                                   "labels": {"gpu-cluster.cps/namespace": "llm"}}
+                                   "labels": labels}
     qwen = components[2]
     assert "namespace_labels" not in qwen
     assert [m["kind"] for m in c.component_manifests(qwen)] == ["Deployment", "Service", "Ingress"]
@@ -511,3 +512,29 @@ def test_reasoning_models_count_reasoning_tokens():
                          "usage": {"completion_tokens": 16}})
     passed, detail = v.judge(v.endpoint_checks(spec)[1], spec, 200, answer)
     assert passed and "thinking" in detail
+
+
+# ------------------------------------------------------------------ removed models
+def _found(kind, namespace, name, model=None):
+    return {"apiVersion": "v1", "kind": kind, "metadata": {
+        "namespace": namespace, "name": name,
+        "labels": {"app.kubernetes.io/name": model or name, "app.kubernetes.io/component": "llm"}}}
+
+
+def test_objects_of_removed_models_are_stale_and_the_cache_is_kept():
+    components = v.vllm_components([QWEN])
+    found = [_found("Deployment", "llm", "qwen"), _found("Service", "llm", "qwen"), _found("Ingress", "llm", "qwen"),
+             _found("Deployment", "llm", "embed"), _found("Service", "llm", "embed"),
+             _found("Deployment", "team-a", "qwen"),  # same name, another namespace: another model
+             _found("PersistentVolumeClaim", "llm", "embed-cache", "embed")]
+    stale = v.stale_objects(found, components)
+    assert [(o["kind"], o["metadata"]["namespace"], o["metadata"]["name"]) for o in stale] == [
+        ("Deployment", "llm", "embed"), ("Service", "llm", "embed"), ("Deployment", "team-a", "qwen")]
+    # every model gone: everything of them goes, the cache stays
+    assert len(v.stale_objects(found, v.vllm_components([]))) == 6
+    assert v.stale_objects([], components) == []
+
+
+def test_every_bundle_of_the_models_carries_the_owner_label():
+    for component in v.vllm_components([QWEN, EMBED]):
+        assert component["fleet_labels"]["gpu-cluster.cps/owner"] == "llm-serving"
