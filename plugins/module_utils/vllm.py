@@ -234,7 +234,7 @@ def _probe(path, period, failures, timeout):
 
 
 def vllm_spec(entry, pools=None, engine="deployment", ingress_class=DEFAULT_INGRESS_CLASS,
-              namespace=DEFAULT_NAMESPACE, access=None):
+              namespace=DEFAULT_NAMESPACE, *, access=None):
     """The full, derived spec of one model entry; raises ValueError naming every problem.
 
     ``engine``: ``deployment`` (our Deployment, :data:`VLLM_IMAGE`) or ``operator`` (a
@@ -555,7 +555,7 @@ def namespace_component(namespace, engine, ingress_class=DEFAULT_INGRESS_CLASS, 
 
 
 def vllm_components(models, pools=None, engine="deployment", ingress_class=DEFAULT_INGRESS_CLASS,
-                    namespace=DEFAULT_NAMESPACE, access=None):
+                    namespace=DEFAULT_NAMESPACE, *, access=None):
     """The components to deliver, in order: per namespace, ``namespace-<ns>`` (its labelled
     Namespace); then one component per model (bundle ``<name>``).
 
@@ -573,7 +573,7 @@ def vllm_components(models, pools=None, engine="deployment", ingress_class=DEFAU
     problems.extend(_duplicate_names(models))
     if problems:
         raise ValueError("; ".join(problems))
-    specs = [vllm_spec(entry, pools, engine, ingress_class, namespace, access) for entry in models]
+    specs = [vllm_spec(entry, pools, engine, ingress_class, namespace, access=access) for entry in models]
     namespaces = []
     for spec in specs:
         if spec["namespace"] not in namespaces:

@@ -535,7 +535,7 @@ def test_monitoring_state_is_on_local_volumes_on_the_servers(rendered):
     assert prometheus["spec"]["storage"]["volumeClaimTemplate"]["spec"]["storageClassName"] == "local-path"
     claims = [d for _path, d in docs if d.get("kind") == "PersistentVolumeClaim"]
     assert claims and all(c["spec"]["storageClassName"] == "local-path" for c in claims)
-    assert not any("nfs" in yaml.safe_dump(d) for d in claims + [prometheus])
+    assert not any("nfs" in yaml.safe_dump(d) for d in [*claims, prometheus])
 
 
 @pytest.mark.parametrize("auth", ["github", "generic-oauth", "dummy"])

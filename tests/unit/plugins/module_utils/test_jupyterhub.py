@@ -3,10 +3,15 @@ refused and dropped profiles, pool-backed profiles; the chart values, preflight 
 
 from __future__ import annotations
 
+import asyncio
 import shlex
 
+import nativeauthenticator
 import pytest
 from ansible_collections.cps.gpu_cluster.plugins.module_utils import jupyterhub as j
+from jupyterhub import orm
+from nativeauthenticator.orm import UserInfo
+from traitlets.config import Config
 
 HOMELAB = {"wk-gpu1": 2, "wk-gpu2": 2, "wk-gpu3": 2, "wk-gpu4": 2}
 MIXED = {"wk-small": 1, "wk-big": 4}
@@ -237,28 +242,23 @@ def _hub_authenticator(values, db):
     """The authenticator the hub builds from the chart values, the way the chart's jupyterhub_config.py
     does (tests/fixtures/charts/helm/jupyterhub-4.4.0/files/hub/jupyterhub_config.py: hub.config
     sections, then hub.extraConfig in key order), against a real hub database."""
-    from traitlets.config import Config
     config = Config()
     for section, cfg in values["hub"]["config"].items():
         config[section].update(cfg)
     for _key, code in sorted((values["hub"].get("extraConfig") or {}).items()):
-        exec(compile(code, "extraConfig", "exec"), {"c": config})  # noqa: S102 - the chart does the same
+        exec(compile(code, "extraConfig", "exec"), {"c": config})  # the chart's jupyterhub_config.py does the same
     cls = config.JupyterHub.authenticator_class
     if isinstance(cls, str):
-        import nativeauthenticator
         cls = nativeauthenticator.NativeAuthenticator
     return cls(config=config, _deprecated_db_session=db)
 
 
 @pytest.fixture
 def hub_db(tmp_path):
-    from jupyterhub import orm
     return orm.new_session_factory("sqlite:///%s" % (tmp_path / "jupyterhub.sqlite"))()
 
 
 def test_admin_accounts_exist_before_sign_up_and_nobody_can_claim_them(hub_db, monkeypatch):
-    import asyncio
-    from nativeauthenticator.orm import UserInfo
     values = j.chart_values(SETTINGS, [{"name": "cpu", "gpu": 0}])
     assert values["hub"]["extraEnv"]["CPS_JUPYTERHUB_ADMIN_PASSWORD"] == {"valueFrom": {"secretKeyRef": {
         "name": "jupyterhub-admin", "key": "password"}}}

@@ -12,7 +12,6 @@ import sys
 import threading
 
 import pytest
-
 from ansible_collections.cps.gpu_cluster.plugins.module_utils import vllm
 from ansible_collections.cps.gpu_cluster.plugins.modules import vllm_endpoint_check as mod
 from kubernetes.client.exceptions import ApiException
@@ -129,11 +128,12 @@ def _in_pod(port, key):
     def stream(_fn, pod, namespace, **kwargs):
         calls.append((pod, namespace, kwargs))
         command = list(kwargs["command"])
-        command[2] = command[2].replace("127.0.0.1:8000", "127.0.0.1:%d" % port)
+        command[2] = command[2].replace("127.0.0.1:8000", f"127.0.0.1:{port}")
         env = {name: value for name, value in os.environ.items() if name != "VLLM_API_KEY"}
         if key:
             env["VLLM_API_KEY"] = key
-        done = subprocess.run([sys.executable] + command[1:], capture_output=True, text=True, env=env, timeout=30)
+        done = subprocess.run([sys.executable, *command[1:]], capture_output=True, text=True, env=env, timeout=30,
+                              check=False)
         return done.stdout + done.stderr
     return stream, calls
 
