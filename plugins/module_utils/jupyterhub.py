@@ -561,8 +561,8 @@ def chart_values(settings, entries, pools=None):
         hub["extraEnv"] = {OAUTH_SECRET_ENV: {"valueFrom": {"secretKeyRef": {
             "name": settings.get("oauth_secret_name", "jupyterhub-oauth"), "key": OAUTH_SECRET_KEY}}}}
     # the accounts live in the hub's SQLite database: on a local volume, on the state node
-    hub["db"] = {"type": "sqlite-pvc", "pvc": {"storageClassName": settings.get("state_storage_class")
-                                                or STATE_STORAGE_CLASS}}
+    state_class = settings.get("state_storage_class") or STATE_STORAGE_CLASS
+    hub["db"] = {"type": "sqlite-pvc", "pvc": {"storageClassName": state_class}}
     hub.update(cluster_model.state_placement(_flag(settings.get("infra", False))))
     egress_rules = llm_egress(settings.get("llm_namespaces") or [])
     singleuser = {

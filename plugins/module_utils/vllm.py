@@ -875,7 +875,7 @@ if os.environ.get("%(env)s"):
 request = urllib.request.Request("http://127.0.0.1:%(port)d" + path, data=body.encode() if body else None,
                                  headers=headers, method=method)
 try:
-    with urllib.request.urlopen(request, timeout=float(sys.argv[4])) as answer:
+    with urllib.request.build_opener().open(request, timeout=float(sys.argv[4])) as answer:
         status, text = answer.status, answer.read()
 except urllib.error.HTTPError as error:
     status, text = error.code, error.read()
