@@ -562,7 +562,9 @@ def chart_values(settings, entries, pools=None):
             "name": settings.get("oauth_secret_name", "jupyterhub-oauth"), "key": OAUTH_SECRET_KEY}}}}
     # the accounts live in the hub's SQLite database: on a local volume, on the state node
     state_class = settings.get("state_storage_class") or STATE_STORAGE_CLASS
-    hub["db"] = {"type": "sqlite-pvc", "pvc": {"storageClassName": state_class}}
+    # kept when the release is uninstalled (JupyterHub switched off, the bundle removed): it holds the accounts
+    hub["db"] = {"type": "sqlite-pvc", "pvc": {"storageClassName": state_class,
+                                               "annotations": {"helm.sh/resource-policy": "keep"}}}
     hub.update(cluster_model.state_placement(_flag(settings.get("infra", False))))
     egress_rules = llm_egress(settings.get("llm_namespaces") or [])
     singleuser = {

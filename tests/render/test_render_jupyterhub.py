@@ -309,7 +309,8 @@ def test_auth_ingress_culling(renders):
     assert homelab["hub"]["extraEnv"]["CPS_JUPYTERHUB_ADMIN_PASSWORD"]["valueFrom"]["secretKeyRef"] == {
         "name": "jupyterhub-admin", "key": "password"}
     # its database on a local volume on a server (the homelab has no infra nodes), not on NFS
-    assert homelab["hub"]["db"] == {"type": "sqlite-pvc", "pvc": {"storageClassName": "local-path"}}
+    assert homelab["hub"]["db"] == {"type": "sqlite-pvc", "pvc": {
+        "storageClassName": "local-path", "annotations": {"helm.sh/resource-policy": "keep"}}}
     assert homelab["hub"]["nodeSelector"] == {"node-role.kubernetes.io/control-plane": "true"}
     assert homelab["cull"]["timeout"] == 3600 and homelab["cull"]["enabled"] is True
     assert variant["hub"]["config"]["GitHubOAuthenticator"]["oauth_callback_url"] == \

@@ -225,7 +225,8 @@ def test_tls_by_default_from_the_cluster_ca_when_management_installs_it():
 
 def test_hub_database_on_a_local_volume_on_the_state_node():
     values = j.chart_values(SETTINGS, [{"name": "cpu", "gpu": 0}])
-    assert values["hub"]["db"] == {"type": "sqlite-pvc", "pvc": {"storageClassName": "local-path"}}
+    assert values["hub"]["db"] == {"type": "sqlite-pvc", "pvc": {
+        "storageClassName": "local-path", "annotations": {"helm.sh/resource-policy": "keep"}}}
     assert values["hub"]["nodeSelector"] == {"node-role.kubernetes.io/control-plane": "true"}
     infra = j.chart_values(dict(SETTINGS, infra=True, state_storage_class="local-ssd"), [{"name": "cpu", "gpu": 0}])
     assert infra["hub"]["db"]["pvc"]["storageClassName"] == "local-ssd"
