@@ -210,7 +210,8 @@ def test_schedule_playbook_prints_every_verify_job_of_the_homelab(tmp_path):
 
 
 @pytest.mark.parametrize("case_id, secret", [("secret_with_a_newline", "bootstrap-s3cret-value"),
-                                             ("git_url_with_credentials", "ghp-url-token")])
+                                             ("git_url_with_credentials", "ghp-url-token"),
+                                             ("hub_admin_password_too_short", "s3cr3t-x")])
 def test_refused_secrets_are_not_printed(tmp_path, case_id, secret):
     """Issue 27: a refused secret (or a URL with a token in it) is named, never shown, also with -vv."""
     case = next(case for case in CASES if case["id"] == case_id)
