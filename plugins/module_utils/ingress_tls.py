@@ -3,9 +3,11 @@
 # GNU General Public License v3.0+ (see COPYING or https://www.gnu.org/licenses/gpl-3.0.txt)
 """TLS of the Ingresses the collection writes (JupyterHub, the vLLM models): one rule for all.
 
-TLS is on by default. The certificate comes from the ClusterIssuer the inventory names, else from the
-cluster's own CA (``gpu-cluster-ca``, the management phase's cluster-ca component); with Traefik the
-Ingress is served on the HTTPS entrypoint (``websecure``) only, so nothing secret travels over HTTP.
+TLS is on by default, and with Traefik the Ingress is served on the HTTPS entrypoint (``websecure``)
+only, so nothing secret travels over plain HTTP. The certificate comes from the ClusterIssuer the
+inventory names, else from the cluster's own CA (``gpu-cluster-ca``, the management phase's
+cluster-ca component); with neither, the ingress controller serves its own self-signed default
+certificate (still encrypted; browsers warn, and preflight says so).
 """
 
 from __future__ import (absolute_import, division, print_function)
@@ -35,19 +37,32 @@ def issuer(cert_issuer="", tls=None, management=None):
     return ""
 
 
-def annotations(issuer_name, ingress_class):
-    """The Ingress annotations for TLS from ``issuer_name`` ({} without one)."""
-    if not issuer_name:
+def annotations(tls, issuer_name, ingress_class):
+    """The Ingress annotations for TLS ({} with TLS off): HTTPS only with Traefik, the issuer's when set."""
+    if not flag(tls, True):
         return {}
-    result = {ISSUER_ANNOTATION: issuer_name}
+    result = {}
+    if issuer_name:
+        result[ISSUER_ANNOTATION] = issuer_name
     if ingress_class == "traefik":
         result[TRAEFIK_ENTRYPOINTS] = "websecure"
     return result
 
 
-def problem(host_variable, tls_variable, issuer_variable):
-    """Preflight's message for a host with TLS on and nothing to issue its certificate."""
-    return ("%s is set and TLS is on (%s), but nothing issues the certificate: enable the management phase "
-            "(gpu_cluster_management_enabled: true installs cert-manager and the cluster CA), name a ClusterIssuer in "
-            "%s, or set %s: false to serve it over plain HTTP in a closed lab"
-            % (host_variable, tls_variable, issuer_variable, tls_variable))
+def tls_section(tls, issuer_name, host, secret_name):
+    """The Ingress ``tls`` list (None with TLS off): the issued certificate's Secret, or none (the
+    ingress controller's default certificate) when nothing issues one."""
+    if not flag(tls, True):
+        return None
+    entry = {"hosts": [host]}
+    if issuer_name:
+        entry["secretName"] = secret_name
+    return [entry]
+
+
+def warning(host_variable, tls_variable, issuer_variable):
+    """Preflight's warning for a host with TLS on and nothing to issue its certificate."""
+    return ("%s is served over HTTPS with the ingress controller's self-signed default certificate (browsers warn): "
+            "nothing issues one; enable the management phase (gpu_cluster_management_enabled: true installs "
+            "cert-manager and the cluster CA) or name a ClusterIssuer in %s (%s: false serves plain HTTP, for a "
+            "closed lab only)" % (host_variable, issuer_variable, tls_variable))

@@ -24,7 +24,7 @@ from ansible.module_utils.common.arg_spec import ArgumentSpecValidator
 from ansible.module_utils.six.moves.urllib.parse import urlsplit
 
 from ansible_collections.cps.gpu_cluster.plugins.module_utils.components import GPU_OPERATOR_SUPPORTED_VERSIONS
-from ansible_collections.cps.gpu_cluster.plugins.module_utils.vllm import llm_problems
+from ansible_collections.cps.gpu_cluster.plugins.module_utils.vllm import llm_problems, llm_warnings
 from ansible_collections.cps.gpu_cluster.plugins.module_utils.gpu_pools import inventory_pool_problems
 from ansible_collections.cps.gpu_cluster.plugins.module_utils.jupyterhub import jupyterhub_problems, jupyterhub_warnings
 from ansible_collections.cps.gpu_cluster.plugins.module_utils.k3s_parity import inventory_problems as k3s_parity_problems
@@ -1199,5 +1199,6 @@ def inventory_warnings(groups, hostvars):
         if host not in contract and host != "localhost":
             warnings.append("%s: is in no group of the contract (%s), so no phase uses it; %s" % (host, ", ".join(CONTRACT_GROUPS), LAYOUT))
     warnings.extend(_guarded(jupyterhub_warnings, groups, hostvars))
+    warnings.extend(_guarded(llm_warnings, groups, hostvars))
     warnings.extend(inventory_version_warnings(groups, hostvars))
     return warnings

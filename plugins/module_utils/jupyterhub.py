@@ -495,17 +495,20 @@ def tls_issuer(settings):
 
 
 def ingress_values(settings):
-    """The chart's ``ingress``: TLS from :func:`tls_issuer`; with Traefik, the hub is served on the
-    HTTPS entrypoint only, so no password travels over plain HTTP."""
+    """The chart's ``ingress``: HTTPS by default (:mod:`ingress_tls`), the certificate from
+    :func:`tls_issuer`; with Traefik on the HTTPS entrypoint only, so no password travels over plain HTTP."""
     ingress = {"enabled": bool(settings.get("host"))}
     if not settings.get("host"):
         return ingress
     ingress_class = settings.get("ingress_class", "traefik")
     ingress.update({"ingressClassName": ingress_class, "hosts": [settings["host"]]})
     issuer = tls_issuer(settings)
-    if issuer:
-        ingress["annotations"] = ingress_tls.annotations(issuer, ingress_class)
-        ingress["tls"] = [{"hosts": [settings["host"]], "secretName": TLS_SECRET}]
+    annotations = ingress_tls.annotations(settings.get("tls"), issuer, ingress_class)
+    if annotations:
+        ingress["annotations"] = annotations
+    tls = ingress_tls.tls_section(settings.get("tls"), issuer, settings["host"], TLS_SECRET)
+    if tls:
+        ingress["tls"] = tls
     return ingress
 
 
@@ -744,22 +747,21 @@ def jupyterhub_problems(groups, hostvars):
         # never the value: it is a secret
         problems.append("gpu_cluster_jupyterhub_admin_password is too short or not a string; use at least %d "
                         "characters from the vault (or leave it out for a generated one)" % MIN_PASSWORD)
-    problems.extend(_tls_problems(groups, hostvars))
     resolved = _resolve_inventory(groups, hostvars)
     problems.extend(resolved["problems"])
     problems.extend(resolved["refused"])
     return problems
 
 
-def _tls_problems(groups, hostvars):
-    """TLS on (the default) with an Ingress host needs an issuer: the inventory's or the cluster CA of
-    the management phase."""
+def _tls_warnings(groups, hostvars):
+    """TLS on (the default) with an Ingress host and no issuer (the inventory's or the cluster CA of the
+    management phase): served with the ingress controller's self-signed certificate."""
     settings = {"cert_issuer": _inventory_value(groups, hostvars, "gpu_cluster_jupyterhub_cert_issuer"),
                 "tls": _inventory_value(groups, hostvars, "gpu_cluster_jupyterhub_tls") is not False,
                 "management": _inventory_value(groups, hostvars, "gpu_cluster_management_enabled") is True}
     if not _inventory_value(groups, hostvars, "gpu_cluster_jupyterhub_host") or not settings["tls"] or tls_issuer(settings):
         return []
-    return [ingress_tls.problem("gpu_cluster_jupyterhub_host", "gpu_cluster_jupyterhub_tls",
+    return [ingress_tls.warning("JupyterHub (gpu_cluster_jupyterhub_host)", "gpu_cluster_jupyterhub_tls",
                                 "gpu_cluster_jupyterhub_cert_issuer")]
 
 
@@ -774,6 +776,7 @@ def jupyterhub_warnings(groups, hostvars):
                         "ANYONE who reaches the hub logs in as ANY user with ANY password and gets GPUs and a shell; "
                         "use it only in a closed lab, never on a network others can reach !!!")
     warnings.extend(m + " (dropped)" for m in _resolve_inventory(groups, hostvars)["dropped"])
+    warnings.extend(_tls_warnings(groups, hostvars))
     return warnings
 
 

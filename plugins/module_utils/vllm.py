@@ -308,7 +308,8 @@ def vllm_spec(entry, pools=None, engine="deployment", ingress_class=DEFAULT_INGR
         spec["tensor_parallel_size"] = gpu
     settings = access_settings(access, engine)
     spec["api_key_secret"] = API_KEY_SECRET if settings["api_key"] else None
-    spec["tls_issuer"] = settings["issuer"] if spec["ingress_host"] else ""
+    spec["tls"] = settings["tls"]
+    spec["tls_issuer"] = settings["issuer"] if spec["ingress_host"] and settings["tls"] else ""
     return spec
 
 
@@ -319,6 +320,7 @@ def access_settings(access=None, engine="deployment"):
     access = access if isinstance(access, dict) else {}
     return {
         "api_key": ingress_tls.flag(access.get("api_key"), engine == "deployment") and engine == "deployment",
+        "tls": ingress_tls.flag(access.get("tls"), True),
         "issuer": ingress_tls.issuer(access.get("cert_issuer"), access.get("tls"), access.get("management")),
         "client_namespaces": [str(n) for n in access.get("client_namespaces") or []],
     }
@@ -443,9 +445,12 @@ def vllm_ingress(spec):
                 "backend": {"service": {"name": spec["name"], "port": {"name": "http"}}}}]}}],
         },
     }
-    if spec.get("tls_issuer"):
-        ingress["metadata"]["annotations"].update(ingress_tls.annotations(spec["tls_issuer"], spec["ingress_class"]))
-        ingress["spec"]["tls"] = [{"hosts": [spec["ingress_host"]], "secretName": "%s-tls" % spec["name"]}]
+    ingress["metadata"]["annotations"].update(
+        ingress_tls.annotations(spec.get("tls", True), spec.get("tls_issuer"), spec["ingress_class"]))
+    tls = ingress_tls.tls_section(spec.get("tls", True), spec.get("tls_issuer"), spec["ingress_host"],
+                                  "%s-tls" % spec["name"])
+    if tls:
+        ingress["spec"]["tls"] = tls
     return ingress
 
 
@@ -674,16 +679,24 @@ def _access_problems(groups, hostvars, engine):
         problems.append("gpu_cluster_llm_engine is operator, whose VLLMRuntime cannot read the API key from a Secret "
                         "(and whose pods the llm NetworkPolicy does not select), so its models answer anyone in the "
                         "cluster; set gpu_cluster_llm_api_key: false to accept that, or use the deployment engine")
-    models = _inventory_value(groups, hostvars, "gpu_cluster_llm_models") or []
-    hosts = [m for m in models if isinstance(m, dict) and m.get("ingress_host")]
-    settings = access_settings({"tls": _inventory_value(groups, hostvars, "gpu_cluster_llm_tls"),
-                                "cert_issuer": issuer if isinstance(issuer, str) else "",
-                                "management": _inventory_value(groups, hostvars, "gpu_cluster_management_enabled") is True},
-                               engine or "deployment")
-    if hosts and _inventory_value(groups, hostvars, "gpu_cluster_llm_tls") is not False and not settings["issuer"]:
-        problems.append(ingress_tls.problem("gpu_cluster_llm_models: %s: ingress_host" % _label(hosts[0]),
-                                            "gpu_cluster_llm_tls", "gpu_cluster_llm_cert_issuer"))
     return problems
+
+
+def llm_warnings(groups, hostvars):
+    """Preflight warnings: models whose Ingress nothing issues a certificate for (the ingress
+    controller's self-signed one serves them)."""
+    models = _inventory_value(groups, hostvars, "gpu_cluster_llm_models")
+    if not isinstance(models, list):
+        return []
+    hosts = [m for m in models if isinstance(m, dict) and m.get("ingress_host")]
+    issuer = _inventory_value(groups, hostvars, "gpu_cluster_llm_cert_issuer")
+    tls = _inventory_value(groups, hostvars, "gpu_cluster_llm_tls")
+    settings = access_settings({"tls": tls, "cert_issuer": issuer if isinstance(issuer, str) else "",
+                                "management": _inventory_value(groups, hostvars, "gpu_cluster_management_enabled") is True})
+    if not hosts or not settings["tls"] or settings["issuer"]:
+        return []
+    return [ingress_tls.warning("the Ingress of %s" % ", ".join(_label(m) for m in hosts), "gpu_cluster_llm_tls",
+                                "gpu_cluster_llm_cert_issuer")]
 
 
 def llm_problems(groups, hostvars):

@@ -118,6 +118,7 @@ def test_homelab_writes_qwen_with_ingress_and_embed(renders):
     assert fleet(cluster / "embed")["dependsOn"] == on_namespace + on_operator
     # every bundle carries its name and cluster (fleet_ordered_component); this one also the namespace it makes
     assert fleet(cluster / "namespace-llm")["labels"] == {"gpu-cluster.cps/namespace": "llm",
+                                                          "gpu-cluster.cps/owner": "llm-serving",
                                                           "gpu-cluster.cps/bundle": "namespace-llm",
                                                           "gpu-cluster.cps/cluster": "homelab"}
     ingress = qwen[("Ingress", "qwen")]["spec"]

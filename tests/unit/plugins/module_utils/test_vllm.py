@@ -34,7 +34,7 @@ def test_qwen_every_field():
         "ingress_host": "qwen.127.0.0.1.nip.io", "ingress_class": "traefik", "pool": None,
         "node_selector": {"gpu": "true"},
         "tolerations": [{"key": "nvidia.com/gpu", "operator": "Exists", "effect": "NoSchedule"}],
-        "tool_call_parser": None, "api_key_secret": "llm-api-key", "tls_issuer": "",
+        "tool_call_parser": None, "api_key_secret": "llm-api-key", "tls": True, "tls_issuer": "",
         "probes": {
             "startup": {"httpGet": HEALTH, "periodSeconds": 10, "failureThreshold": 90, "timeoutSeconds": 5},
             "readiness": {"httpGet": HEALTH, "periodSeconds": 10, "failureThreshold": 3, "timeoutSeconds": 5},
@@ -244,6 +244,12 @@ def test_ingress_tls_by_default_from_the_cluster_ca_https_only():
     assert named["metadata"]["annotations"]["cert-manager.io/cluster-issuer"] == "letsencrypt"
     plain = v.vllm_ingress(v.vllm_spec(QWEN, access={"management": True, "tls": False}))
     assert "tls" not in plain["spec"] and "cert-manager.io/cluster-issuer" not in plain["metadata"]["annotations"]
+    assert "traefik.ingress.kubernetes.io/router.entrypoints" not in plain["metadata"]["annotations"]
+    # nothing issues a certificate: still HTTPS only, with the ingress controller's default certificate
+    default = v.vllm_ingress(v.vllm_spec(QWEN))
+    assert default["spec"]["tls"] == [{"hosts": ["qwen.127.0.0.1.nip.io"]}]
+    assert default["metadata"]["annotations"]["traefik.ingress.kubernetes.io/router.entrypoints"] == "websecure"
+    assert "cert-manager.io/cluster-issuer" not in default["metadata"]["annotations"]
 
 
 def test_network_policy_lets_in_the_ingress_controller_the_clients_and_the_namespace_only():
@@ -392,7 +398,6 @@ def test_collection_settings_are_checked(variable, value, message):
 
 
 @pytest.mark.parametrize(("variables", "message"), [
-    ({"gpu_cluster_management_enabled": False}, "gpu_cluster_llm_models: model qwen: ingress_host is set and TLS is on"),
     ({"gpu_cluster_llm_engine": "operator"}, "set gpu_cluster_llm_api_key: false to accept that"),
     ({"gpu_cluster_llm_api_key": "yes"}, "gpu_cluster_llm_api_key is 'yes'; use true or false"),
     ({"gpu_cluster_llm_tls": "no"}, "gpu_cluster_llm_tls is 'no'; use true or false"),
@@ -404,6 +409,18 @@ def test_access_settings_are_checked(variables, message):
     hostvars["cp1"].update(variables)
     problems = v.llm_problems(HOMELAB_GROUPS, hostvars)
     assert any(message in p for p in problems), problems
+
+
+def test_a_model_host_nothing_issues_a_certificate_for_is_a_warning():
+    hostvars = _hostvars([QWEN])
+    hostvars["cp1"]["gpu_cluster_management_enabled"] = False
+    assert v.llm_problems(HOMELAB_GROUPS, hostvars) == []
+    (warning,) = v.llm_warnings(HOMELAB_GROUPS, hostvars)
+    assert warning.startswith("the Ingress of model qwen is served over HTTPS with the ingress controller's "
+                              "self-signed default certificate")
+    hostvars["cp1"]["gpu_cluster_llm_tls"] = False
+    assert v.llm_warnings(HOMELAB_GROUPS, hostvars) == []
+    assert v.llm_warnings(HOMELAB_GROUPS, _hostvars([QWEN])) == []  # the cluster CA issues it
 
 
 @pytest.mark.parametrize("variables", [
