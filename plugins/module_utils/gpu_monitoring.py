@@ -91,7 +91,9 @@ def stack_values(retention="15d", storage_size="50Gi", *, grafana_storage_size="
         "alertmanager": {"alertmanagerSpec": dict(placement)},
         "prometheusOperator": dict(placement),
         "grafana": dict({
-            "persistence": {"enabled": True, "storageClassName": storage_class, "size": str(grafana_storage_size)},
+            # keep: its database (dashboards, users) outlives an uninstall, like the hub's (docs/gpu-pools.md)
+            "persistence": {"enabled": True, "storageClassName": storage_class, "size": str(grafana_storage_size),
+                            "annotations": {"helm.sh/resource-policy": "keep"}},
             "sidecar": {"dashboards": {"enabled": True, "label": DASHBOARD_LABEL, "labelValue": "1",
                                        "searchNamespace": "ALL"}},
         }, **state),

@@ -89,6 +89,59 @@ def test_fleet_bundle_written_idempotently_and_pruned(tmp_path):
     assert sorted(p.name for p in bundle.iterdir()) == ["00-configmap-one.yaml", "fleet.yaml"]
 
 
+REMOVE = textwrap.dedent("""\
+    - hosts: localhost
+      gather_facts: false
+      tasks:
+        - ansible.builtin.include_role:
+            name: cps.gpu_cluster.component_delivery
+            tasks_from: remove
+          vars:
+            component_delivery_mode: "{{ mode }}"
+            component_delivery_fleet_dir: "{{ fleet_dir }}"
+            component_delivery_kubeconfig: "{{ kubeconfig | default('') }}"
+            component_delivery_cluster: lab
+            component_delivery_component: {name: demo, namespace: demo, chart: {release: demo}}
+    """)
+
+
+def test_a_switched_off_component_leaves_the_fleet_directory(tmp_path):
+    """remove (Fleet): the bundle's YAML files go, so Fleet uninstalls it; the user's other files stay;
+    --check touches nothing; a second run (or a run for a bundle never written) changes nothing."""
+    deliver, remove = tmp_path / "deliver.yml", tmp_path / "remove.yml"
+    deliver.write_text(DELIVER)
+    remove.write_text(REMOVE)
+    fleet = tmp_path / "fleet"
+    rc, out = playbook(deliver, *LOCAL, "-e", f"fleet_dir={fleet}", "-e", '{"demo_manifests": []}')
+    assert rc == 0, out
+    bundle = fleet / "lab" / "demo"
+    (bundle / "README.txt").write_text("the user's notes\n")
+    rc, out = playbook(remove, *LOCAL, "-e", f"fleet_dir={fleet}", "-e", "mode=fleet", "--check")
+    assert rc == 0, out
+    assert (bundle / "fleet.yaml").exists(), "check mode must not remove anything"
+    rc, out = playbook(remove, *LOCAL, "-e", f"fleet_dir={fleet}", "-e", "mode=fleet")
+    assert rc == 0, out
+    assert recap_changed(out) == 1, out
+    assert sorted(p.name for p in bundle.iterdir()) == ["README.txt"]
+    rc, out = playbook(remove, *LOCAL, "-e", f"fleet_dir={fleet}", "-e", "mode=fleet")
+    assert rc == 0, out
+    assert recap_changed(out) == 0, out
+    rc, out = playbook(remove, *LOCAL, "-e", f"fleet_dir={tmp_path / 'empty'}", "-e", "mode=fleet")
+    assert rc == 0, out
+    assert not (tmp_path / "empty").exists()
+
+
+def test_removing_without_a_reachable_cluster_says_why(tmp_path):
+    """remove (direct): a cluster that does not answer fails with the API's reason, not a trace."""
+    remove = tmp_path / "remove.yml"
+    remove.write_text(REMOVE)
+    rc, out = playbook(remove, *LOCAL, "-e", f"fleet_dir={tmp_path}", "-e", "mode=direct",
+                       "-e", f"kubeconfig={unreachable_kubeconfig(tmp_path)}")
+    assert rc != 0
+    assert "Could not look up Helm release demo in namespace demo" in out and "Connection refused" in out, out
+    assert "Traceback" not in out
+
+
 def test_broken_component_fails_with_what_to_change(tmp_path):
     play = tmp_path / "deliver.yml"
     play.write_text(DELIVER.replace("version: 1.2.3", "version: latest"))

@@ -143,3 +143,31 @@ def test_a_model_removed_from_the_inventory_leaves_the_fleet_directory(tmp_path)
     assert rc == 0, out
     assert yaml_files("qwen") == [] and yaml_files("namespace-llm") == []
     assert "fleet.yaml" in yaml_files("jupyterhub")
+
+
+def test_a_switched_off_component_leaves_the_fleet_directory(tmp_path):
+    """Fleet: JupyterHub (apps) and the monitoring stack (gpu) switched off after they were on have their
+    bundles' files removed, so Fleet uninstalls them and their notebook servers free the GPUs; the other
+    bundles stay, and a second run changes nothing."""
+    fleet = ("-i", HOMELAB, "-e", "gpu_cluster_delivery=fleet", "-e", f"gpu_cluster_fleet_dir={tmp_path}")
+    cluster = tmp_path / "homelab"
+
+    def yaml_files(name):
+        return sorted(p.name for p in (cluster / name).glob("*.yaml"))
+
+    for phase in ("apps.yml", "gpu.yml"):
+        rc, out = playbook(REPO / "playbooks" / phase, *fleet)
+        assert rc == 0, out
+    assert "fleet.yaml" in yaml_files("jupyterhub") and "fleet.yaml" in yaml_files("monitoring")
+    hub_off = ("-e", '{"gpu_cluster_jupyterhub_enabled": false}')
+    rc, out = playbook(REPO / "playbooks" / "apps.yml", *fleet, *hub_off)
+    assert rc == 0, out
+    assert yaml_files("jupyterhub") == []
+    assert "fleet.yaml" in yaml_files("qwen") and "fleet.yaml" in yaml_files("monitoring")
+    rc, out = playbook(REPO / "playbooks" / "apps.yml", *fleet, *hub_off)
+    assert rc == 0, out
+    assert re.search(r"localhost\s*:\s*ok=\d+\s+changed=0\b", out), out
+    rc, out = playbook(REPO / "playbooks" / "gpu.yml", *fleet, "-e", '{"gpu_cluster_monitoring_enabled": false}')
+    assert rc == 0, out
+    assert yaml_files("monitoring") == []
+    assert "fleet.yaml" in yaml_files("gpu-operator") and "fleet.yaml" in yaml_files("gpu-alerts")

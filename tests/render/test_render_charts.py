@@ -536,6 +536,8 @@ def test_monitoring_state_is_on_local_volumes_on_the_servers(rendered):
     claims = [d for _path, d in docs if d.get("kind") == "PersistentVolumeClaim"]
     assert claims and all(c["spec"]["storageClassName"] == "local-path" for c in claims)
     assert not any("nfs" in yaml.safe_dump(d) for d in [*claims, prometheus])
+    # switching monitoring off uninstalls the release: Helm keeps the claims it made (Grafana's database)
+    assert all(c["metadata"]["annotations"]["helm.sh/resource-policy"] == "keep" for c in claims)
 
 
 @pytest.mark.parametrize("auth", ["github", "generic-oauth", "dummy"])

@@ -187,6 +187,10 @@ def test_every_override_key_is_a_kubespawner_trait(renders):
             assert set(override) <= traits, (name, profile["slug"], set(override) - traits)
 
 
+# the label selector of the notebook servers, from the role that deletes them
+USER_PODS = yaml.safe_load((HOMELAB.parents[1] / "roles" / "jupyterhub" / "vars" / "main.yml").read_text())["__jupyterhub_user_pods"]
+
+
 def test_every_profile_pod_is_built_by_kubespawner_and_valid(renders, tmp_path, monkeypatch):
     version = inventory_k8s_version(HOMELAB)
     built = []
@@ -201,6 +205,9 @@ def test_every_profile_pod_is_built_by_kubespawner_and_valid(renders, tmp_path, 
             pytest.fail(f"{where}: {exc.message} at {list(exc.path)}")
         assert baseline_violations(pod["spec"]) == [], where
         check_pod(pod, profile, choice, where)
+        # removing a switched-off hub deletes the notebook servers by this selector (roles/jupyterhub/tasks/remove.yml)
+        key, value = USER_PODS.split("=")
+        assert pod["metadata"]["labels"][key] == value, where
         built.append(where)
     # homelab: cpu, gpu-1 x2 images, gpu-2 x2; variant: cpu, gpu-1 (one image), shared-1 x2 (gpu-4 dropped)
     assert len(built) == 9, built

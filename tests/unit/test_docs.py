@@ -91,8 +91,8 @@ def exists(doc, token):
     if token in FILES or token in DIRS:
         return True
     role_dir = doc.parent if doc.name == "README.md" and doc.parent.parent.name == "roles" else None
-    if role_dir and rel(role_dir / token) in FILES | DIRS:
-        return True
+    if role_dir and (rel(role_dir / token) in FILES | DIRS or rel(role_dir / "tasks" / token) in FILES):
+        return True  # a role's file, or a tasks_from name (relative to the role's tasks/)
     if "/" not in token:
         return token in BASENAMES or f"playbooks/{token}" in FILES
     return (REPO / token).exists() and not (REPO / token).is_symlink()
