@@ -22,6 +22,7 @@ _VERIFY_IMAGES = dict((k, "verify/%s" % k) for k in ("cuda", "vectoradd", "pytor
 # The inventory values the workloads are built from (cluster-wide: the first host that sets each).
 VALUES = ("gpu_cluster_llm_models", "gpu_cluster_gpu_pools", "gpu_cluster_llm_namespace",
           "gpu_cluster_jupyterhub_enabled", "gpu_cluster_jupyterhub_namespace", "gpu_cluster_jupyterhub_profiles",
+          "gpu_cluster_jupyterhub_prepull",
           "gpu_cluster_verify_smoke_tests", "gpu_cluster_verify_gpu_probe", "gpu_cluster_verify_tensorflow",
           "gpu_cluster_verify_network", "gpu_cluster_verify_namespace")
 
@@ -98,6 +99,13 @@ def jupyterhub_workloads(groups, hostvars, values=None):
             continue
         result.append({"name": "JupyterHub profile %s" % entry["name"], "namespace": namespace,
                        "pod": profile_pod(spec), "alone": True})
+    puller = jupyterhub.image_puller(
+        {"namespace": namespace, "pools": pools, "pause_image": "pause",
+         "prepull": _value(groups, hostvars, "gpu_cluster_jupyterhub_prepull", True, values=values),
+         "images": {"cpu": "cpu", "pytorch": "pytorch", "tensorflow": "tensorflow"}}, resolved["profiles"])
+    if puller:
+        result.append({"name": "JupyterHub notebook image puller (DaemonSet %s/%s)" % (namespace, jupyterhub.IMAGE_PULLER),
+                       "namespace": namespace, "pod": puller["spec"]["template"]["spec"], "daemon_set": True})
     return result
 
 

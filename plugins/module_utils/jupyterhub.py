@@ -614,6 +614,65 @@ def _split_image(image):
     return name, tag
 
 
+# The notebook image puller (docs/apps.md, Warm notebook images): a DaemonSet on the GPU workers
+# whose init containers pull every GPU profile's image, so the first user of a node does not wait
+# for tens of gigabytes. The chart's own pullers pull every image on every node they run on.
+IMAGE_PULLER = "notebook-image-puller"
+_PULLER_SECURITY = {"runAsNonRoot": True, "runAsUser": 65534, "runAsGroup": 65534, "allowPrivilegeEscalation": False,
+                    "capabilities": {"drop": ["ALL"]}, "seccompProfile": {"type": "RuntimeDefault"}}
+_PULLER_RESOURCES = {"requests": {"cpu": "10m", "memory": "16Mi"}, "limits": {"memory": "64Mi"}}
+
+
+def gpu_profile_images(entries, pools=None, images=None):
+    """The images of the GPU profiles (every choice), sorted, each once."""
+    found = set()
+    for entry in entries or []:
+        if entry.get("gpu"):
+            found.update(image for image in profile_spec(entry, pools, images=images)["images"].values() if image)
+    return sorted(found)
+
+
+def image_puller(settings, entries):
+    """The DaemonSet that puts the GPU profiles' images on the GPU workers (None when
+    ``settings["prepull"]`` is off or no profile asks for a GPU). Each image is pulled by an init
+    container that exits at once (``sh -c "exit 0"``, as the chart's pullers do); the pod then
+    pauses, holding 10m CPU and 16Mi, so a node added later pulls them too."""
+    if not _flag(settings.get("prepull", True)):
+        return None
+    pulled = gpu_profile_images(entries, settings.get("pools"), settings.get("images"))
+    if not pulled:
+        return None
+    if not settings.get("pause_image"):
+        raise ValueError("the image puller needs settings.pause_image (versions.yml jupyterhub_puller_pause_image)")
+    labels = {"app.kubernetes.io/name": IMAGE_PULLER, "app.kubernetes.io/part-of": "gpu-cluster"}
+    pullers = [{"name": "pull-%d" % index, "image": image, "imagePullPolicy": "IfNotPresent",
+                "command": ["sh", "-c", "exit 0"], "resources": copy.deepcopy(_PULLER_RESOURCES),
+                "securityContext": copy.deepcopy(_PULLER_SECURITY)} for index, image in enumerate(pulled)]
+    return {
+        "apiVersion": "apps/v1", "kind": "DaemonSet",
+        "metadata": {"name": IMAGE_PULLER, "namespace": settings.get("namespace", "jupyterhub"), "labels": dict(labels)},
+        "spec": {
+            "selector": {"matchLabels": {"app.kubernetes.io/name": IMAGE_PULLER}},
+            # a new image list replaces the pods node by node: at most a quarter pulls at once
+            "updateStrategy": {"type": "RollingUpdate", "rollingUpdate": {"maxUnavailable": "25%"}},
+            "template": {
+                "metadata": {"labels": dict(labels)},
+                "spec": {
+                    "nodeSelector": dict(GPU_NODE_SELECTOR),
+                    "tolerations": [*copy.deepcopy(CHART_USER_TOLERATIONS), copy.deepcopy(GPU_TOLERATION)],
+                    "automountServiceAccountToken": False,
+                    "terminationGracePeriodSeconds": 0,
+                    "securityContext": {"runAsNonRoot": True, "seccompProfile": {"type": "RuntimeDefault"}},
+                    "initContainers": pullers,
+                    "containers": [{"name": "pause", "image": settings["pause_image"],
+                                    "resources": copy.deepcopy(_PULLER_RESOURCES),
+                                    "securityContext": copy.deepcopy(_PULLER_SECURITY)}],
+                },
+            },
+        },
+    }
+
+
 def namespace_objects(settings, entries):
     """The ResourceQuota and LimitRange of the JupyterHub namespace, sized from the inventory."""
     namespace = settings.get("namespace", "jupyterhub")
@@ -642,7 +701,7 @@ def namespace_objects(settings, entries):
 
 def jupyterhub_component(settings, entries, chart):
     """The component for ``component_delivery`` (bundle ``jupyterhub``): labelled Namespace,
-    ResourceQuota, LimitRange and the chart. ``chart``: {repo, name, version, release}."""
+    ResourceQuota, LimitRange, the notebook image puller and the chart. ``chart``: {repo, name, version, release}."""
     namespace = settings.get("namespace", "jupyterhub")
     chart = dict(chart)
     chart["values"] = chart_values(settings, entries, settings.get("pools"))
@@ -650,7 +709,7 @@ def jupyterhub_component(settings, entries, chart):
         "name": "jupyterhub",
         "namespace": namespace,
         "namespace_labels": {"pod-security.kubernetes.io/%s" % mode: PSA_LEVEL for mode in ("enforce", "audit", "warn")},
-        "manifests": namespace_objects(settings, entries),
+        "manifests": namespace_objects(settings, entries) + [p for p in [image_puller(settings, entries)] if p],
         "chart": chart,
     }
 
@@ -683,6 +742,7 @@ SETTINGS = {
     "gpu_cluster_jupyterhub_quota": (lambda v: isinstance(v, dict) and set(v) <= {"gpu", "cpu", "memory", "pvcs"},
                                      "a mapping with gpu, cpu, memory and pvcs"),
     "gpu_cluster_jupyterhub_tls": (lambda v: isinstance(v, bool), "true or false (a YAML boolean)"),
+    "gpu_cluster_jupyterhub_prepull": (lambda v: isinstance(v, bool), "true or false (a YAML boolean)"),
 }
 
 

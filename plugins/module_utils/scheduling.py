@@ -251,6 +251,21 @@ class Index(object):
                 fits.extend(names)
         return fits, refused
 
+    def selected(self, pod, requests):
+        """A DaemonSet's pod: (fitting node names, {reason: [node names]} of the nodes its selector,
+        affinity and tolerations admit but whose resources refuse it, whether any node is admitted)."""
+        fits, refused, admitted = [], {}, False
+        for node, names in self.groups:
+            if _placement_refusal(pod, node):
+                continue  # not one of the DaemonSet's nodes: kube's DaemonSet controller makes no pod there
+            admitted = True
+            reason = _resource_refusal(pod, node, requests)
+            if reason:
+                refused.setdefault(reason, []).extend(names)
+            else:
+                fits.extend(names)
+        return fits, refused, admitted
+
 
 _OBJECT_COUNTS = ("pods", "services", "persistentvolumeclaims", "secrets", "configmaps", "count")
 
@@ -306,8 +321,9 @@ def uncovered(requests, namespace, quotas=None, limited_resources=None):
 def prove(workloads, nodes, quotas=None, limited_resources=None):
     """Place every workload: ``{rows, problems}``.
 
-    ``workloads``: ``[{name, namespace, pod, replicas?, every_node?, alone?, alike?}]`` (``pod`` a
-    PodSpec; ``every_node``: one pod per node, each node must take it; ``alike``: ``[(name, node)]``,
+    ``workloads``: ``[{name, namespace, pod, replicas?, every_node?, daemon_set?, alone?, alike?}]`` (``pod`` a
+    PodSpec; ``every_node``: one pod per node, each node must take it; ``daemon_set``: one pod on each
+    node its selector, affinity and tolerations admit, each of those must have room, and one must exist; ``alike``: ``[(name, node)]``,
     the same pod pinned to each of these nodes, shaped like the one ``pod`` is pinned to
     (:func:`node_shape`): judged once, a row each;
     ``alone``: a choice of which one runs at a time, its quota judged alone, like a JupyterHub
@@ -325,7 +341,11 @@ def prove(workloads, nodes, quotas=None, limited_resources=None):
         namespace = workload.get("namespace") or "default"
         requests = pod_requests(pod)
         replicas = max(int(workload.get("replicas", 1) or 0), 0)
-        fits, refused = index.place(pod, requests)
+        if workload.get("daemon_set"):
+            fits, refused, admitted = index.selected(pod, requests)
+        else:
+            fits, refused = index.place(pod, requests)
+            admitted = True
         asks = _asks(requests) or "nothing"
         alike = [(str(name), str(node)) for name, node in workload.get("alike") or []]
         rows.append({"workload": workload["name"], "namespace": namespace, "asks": asks, "nodes": fits,
@@ -337,7 +357,14 @@ def prove(workloads, nodes, quotas=None, limited_resources=None):
         if alike:
             title += " (and the same on the %d nodes alike: %s)" % (len(alike), _names(node for _name, node in alike))
             refused = dict((reason, names + [node for _name, node in alike]) for reason, names in refused.items())
-        if workload.get("every_node") and refused:
+        if workload.get("daemon_set") and not admitted:
+            problems.append("%s (namespace %s) is a DaemonSet whose node selector and tolerations admit no node"
+                            % (title, namespace))
+        elif workload.get("daemon_set") and refused:
+            why = "; ".join("%s: %s" % (_names(names), reason) for reason, names in sorted(refused.items()))
+            problems.append("%s (namespace %s) is a DaemonSet asking %s, and nodes it selects refuse it: %s" % (
+                title, namespace, asks, why))
+        elif workload.get("every_node") and refused:
             why = "; ".join("%s: %s" % (_names(names), reason) for reason, names in sorted(refused.items()))
             problems.append("%s (namespace %s) puts a pod on every node, and some refuse it: %s" % (
                 title, namespace, why))

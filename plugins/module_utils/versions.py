@@ -46,7 +46,7 @@ REQUIRED_KEYS = (
     "terraform_provider_proxmox_version", "terraform_provider_local_version", "terraform_version", "helm_version",
     "kube_prometheus_stack_chart", "jupyterhub_chart", "jupyterhub_notebook_cpu_image",
     "jupyterhub_notebook_pytorch_image", "jupyterhub_notebook_tensorflow_image", "cert_manager_chart",
-    "rancher_chart", "fleet_chart", "jupyterhub_singleuser_version",
+    "rancher_chart", "fleet_chart", "jupyterhub_singleuser_version", "jupyterhub_puller_pause_image",
 )
 
 

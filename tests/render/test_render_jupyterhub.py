@@ -188,7 +188,8 @@ def test_every_override_key_is_a_kubespawner_trait(renders):
 
 
 # the label selector of the notebook servers, from the role that deletes them
-USER_PODS = yaml.safe_load((HOMELAB.parents[1] / "roles" / "jupyterhub" / "vars" / "main.yml").read_text())["__jupyterhub_user_pods"]
+ROLE_VARS = yaml.safe_load((HOMELAB.parents[1] / "roles" / "jupyterhub" / "vars" / "main.yml").read_text())
+USER_PODS = ROLE_VARS["__jupyterhub_user_pods"]
 
 
 def test_every_profile_pod_is_built_by_kubespawner_and_valid(renders, tmp_path, monkeypatch):
@@ -269,7 +270,7 @@ def test_variant_pool_profile_and_dropped_profile(renders):
 def test_namespace_objects_are_valid(renders, name):
     version = inventory_k8s_version(HOMELAB)
     found = manifests(bundle(renders, name))
-    assert sorted(d["kind"] for _p, d in found) == ["LimitRange", "Namespace", "ResourceQuota"]
+    assert sorted(d["kind"] for _p, d in found) == ["DaemonSet", "LimitRange", "Namespace", "ResourceQuota"]
     for path, doc in found:
         try:
             kubernetes_validate.validate(doc, version, strict=True)
@@ -278,6 +279,29 @@ def test_namespace_objects_are_valid(renders, name):
     namespace = next(d for _p, d in found if d["kind"] == "Namespace")
     assert namespace["metadata"]["labels"]["pod-security.kubernetes.io/enforce"] == "baseline"
     assert fleet(bundle(renders, name))["namespaceLabels"]["pod-security.kubernetes.io/enforce"] == "baseline"
+
+
+def test_the_gpu_profiles_images_are_warm_on_the_gpu_workers(renders):
+    """Warm images (issue 30): the puller pulls exactly the images the rendered GPU profiles offer, on the
+    GPU workers (their label, their taint tolerated), meeting Pod Security restricted."""
+    for name in ("homelab", "variant"):
+        puller = next(d for _p, d in manifests(bundle(renders, name)) if d["kind"] == "DaemonSet")
+        spec = puller["spec"]["template"]["spec"]
+        offered = set()
+        for profile in values_of(renders, name)["singleuser"]["profileList"]:
+            if not profile["kubespawner_override"].get("extra_resource_limits"):
+                continue
+            offered.update(c["kubespawner_override"]["image"]
+                           for o in (profile.get("profile_options") or {}).values() for c in o["choices"].values())
+            if profile["kubespawner_override"].get("image"):
+                offered.add(profile["kubespawner_override"]["image"])
+        assert offered and {c["image"] for c in spec["initContainers"]} == offered, name
+        assert spec["nodeSelector"] == {"gpu": "true"}
+        assert {"key": "nvidia.com/gpu", "operator": "Exists", "effect": "NoSchedule"} in spec["tolerations"]
+        assert baseline_violations(spec) == []
+        assert puller["metadata"]["name"] == ROLE_VARS["__jupyterhub_image_puller"]  # what removing the hub deletes
+        for container in spec["initContainers"] + spec["containers"]:
+            assert container["securityContext"]["runAsNonRoot"] and container["securityContext"]["capabilities"] == {"drop": ["ALL"]}
 
 
 def test_quota_from_the_inventory(renders):

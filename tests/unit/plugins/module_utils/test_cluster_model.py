@@ -260,6 +260,22 @@ def test_a_quota_of_zero_refuses_and_replicas_add_up():
     assert len(many["problems"]) == 1 and many["problems"][0].startswith("b (namespace llm)")
 
 
+def test_a_daemon_set_is_judged_on_every_node_it_selects():
+    """A DaemonSet puts a pod on each node its selector and tolerations admit: every one of those must
+    have room; the others do not matter; admitting none is a problem of its own."""
+    gpu = dict(NODE, name="g1")
+    small = dict(NODE, name="g2", allocatable=dict(NODE["allocatable"], cpu=5))  # millicores
+    other = dict(NODE, name="c1", labels={"zone": "b"}, taints=[])
+    puller = pod(nodeSelector={"gpu": "true"}, resources={"requests": {"cpu": "10m", "memory": "16Mi"}})
+    fine = sch.prove([{"name": "puller", "namespace": "hub", "pod": puller, "daemon_set": True}], [gpu, other])
+    assert fine["problems"] == [] and fine["rows"][0]["nodes"] == ["g1"]
+    short = sch.prove([{"name": "puller", "namespace": "hub", "pod": puller, "daemon_set": True}], [gpu, small, other])
+    assert short["problems"] == ["puller (namespace hub) is a DaemonSet asking cpu 10m, memory 16Mi, and nodes it "
+                                 "selects refuse it: g2: insufficient cpu (asks 10m, has 5m)"]
+    none = sch.prove([{"name": "puller", "namespace": "hub", "pod": puller, "daemon_set": True}], [other])
+    assert none["problems"] == ["puller (namespace hub) is a DaemonSet whose node selector and tolerations admit no node"]
+
+
 # ------------------------------------------------------------------------------ the proof on inventories
 def prove(groups, hostvars):
     return cw.proof(groups, hostvars)
@@ -274,6 +290,9 @@ def test_the_homelab_schedules_completely(homelab):
     assert rows["verify Job smi-wk-gpu4"]["nodes"] == ["wk-gpu4"]
     assert "verify Job gpuprobe-wk-gpu4" not in rows and "verify Job gpuprobe-wk-gpu1" in rows
     assert rows["JupyterHub profile gpu-2"]["nodes"] == ["wk-gpu1", "wk-gpu2"]
+    # the notebook image puller runs on every GPU worker, pooled or not (a DaemonSet, judged on each)
+    assert rows["JupyterHub notebook image puller (DaemonSet jupyterhub/notebook-image-puller)"]["nodes"] == [
+        "wk-gpu1", "wk-gpu2", "wk-gpu3", "wk-gpu4"]
     assert any(name.startswith("vLLM model Qwen") for name in rows)
     assert all(row["nodes"] for row in result["rows"])
 

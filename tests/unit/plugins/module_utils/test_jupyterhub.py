@@ -4,6 +4,7 @@ refused and dropped profiles, pool-backed profiles; the chart values, preflight 
 from __future__ import annotations
 
 import asyncio
+import json
 import shlex
 
 import nativeauthenticator
@@ -188,7 +189,35 @@ def test_resolve_pool_contract():
 
 # ----------------------------------------------------------------------------- values, objects
 SETTINGS = {"namespace": "jupyterhub", "host": "jupyter.example.org", "auth": "native", "admin_users": ["admin"],
-            "images": IMAGES, "llm_namespaces": ["llm"], "total_gpus": 8}
+            "images": IMAGES, "llm_namespaces": ["llm"], "total_gpus": 8, "pause_image": "registry.k8s.io/pause:3.10.1"}
+
+
+def test_the_image_puller_warms_every_gpu_image_on_the_gpu_workers_only():
+    """Warm images (issue 30): the GPU profiles' images, each once, pulled on the GPU workers (the GPU
+    node label, the GPU taint tolerated); the CPU image is not (CPU notebooks run anywhere)."""
+    entries = [{"name": "cpu", "gpu": 0}, {"name": "gpu-1", "gpu": 1}, {"name": "gpu-2", "gpu": 2},
+               {"name": "custom", "gpu": 1, "image": "registry.lan/lab/notebook:1.0"}]
+    puller = j.image_puller(SETTINGS, entries)
+    spec = puller["spec"]["template"]["spec"]
+    assert puller["kind"] == "DaemonSet" and puller["metadata"]["namespace"] == "jupyterhub"
+    assert [c["image"] for c in spec["initContainers"]] == sorted(
+        ["registry.lan/lab/notebook:1.0", IMAGES["pytorch"], IMAGES["tensorflow"]])
+    assert all(c["command"] == ["sh", "-c", "exit 0"] for c in spec["initContainers"])
+    assert spec["nodeSelector"] == {"gpu": "true"}
+    assert {"key": "nvidia.com/gpu", "operator": "Exists", "effect": "NoSchedule"} in spec["tolerations"]
+    assert spec["containers"][0]["image"] == "registry.k8s.io/pause:3.10.1"
+    assert "nvidia.com/gpu" not in json.dumps(spec["containers"]) + json.dumps(spec["initContainers"])
+    # in the component's manifests, after the quota and the limits
+    component = j.jupyterhub_component(SETTINGS, entries, {"repo": "r", "name": "jupyterhub", "version": "4.4.0", "release": "jupyterhub"})
+    assert [o["kind"] for o in component["manifests"]] == ["ResourceQuota", "LimitRange", "DaemonSet"]
+
+
+def test_no_image_puller_when_switched_off_or_without_gpu_profiles():
+    gpu = [{"name": "gpu-1", "gpu": 1}]
+    assert j.image_puller(dict(SETTINGS, prepull=False), gpu) is None
+    assert j.image_puller(SETTINGS, [{"name": "cpu", "gpu": 0}]) is None
+    with pytest.raises(ValueError, match="pause_image"):
+        j.image_puller(dict(SETTINGS, pause_image=""), gpu)
 
 
 def test_values_native_auth_culling_storage_ingress_network_policy():
