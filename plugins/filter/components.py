@@ -10,7 +10,7 @@ from ansible.plugins.filter.core import to_nice_yaml
 
 from ansible_collections.cps.gpu_cluster.plugins.plugin_utils.filter_errors import wrap as _wrap
 
-from ansible_collections.cps.gpu_cluster.plugins.module_utils import components, storage_components
+from ansible_collections.cps.gpu_cluster.plugins.module_utils import components, gpu_driver, node_vars, storage_components
 
 
 def bundle_file_texts(files, fleet, header, fleet_comment=""):
@@ -32,6 +32,14 @@ def bundle_file_texts(files, fleet, header, fleet_comment=""):
     return texts
 
 
+def gpu_driver_version(workers, current, legacy, override=None):
+    """The driver of the GPU nodes from the GPU workers' hostvars (their gpu_cluster_gpu_model):
+    ``{version, branch, why}`` (module_utils/gpu_driver.driver_version)."""
+    if not isinstance(workers, list):
+        raise ValueError("expects the list of the GPU workers' hostvars")
+    return gpu_driver.driver_version([node_vars.gpu_model(variables) for variables in workers], current, legacy, override)
+
+
 class FilterModule(object):
     """cps.gpu_cluster component filters."""
 
@@ -43,6 +51,9 @@ class FilterModule(object):
             "component_manifest_files": _wrap(components.manifest_files),
             "component_problems": _wrap(components.validate_component),
             "gpu_operator_values": _wrap(components.gpu_operator_values),
+            "gpu_driver_version": _wrap(gpu_driver_version),
+            "gpu_driver_upgrade_policy": _wrap(gpu_driver.upgrade_policy),
+            "gpu_driver_upgrade_progress": _wrap(gpu_driver.upgrade_progress),
             "gpu_operator_toolkit_env": _wrap(components.toolkit_env),
             "gpu_operator_containerd_mode": _wrap(components.containerd_mode),
             "supported_versions": _wrap(components.supported_versions),

@@ -28,6 +28,9 @@ APP_NODES = "app_nodes"
 # (k3s_node_labels / k3s_node_taints replace it, gpu_cluster_node_labels / _taints add to it).
 GPU_LABELS = ("gpu=true",)
 GPU_TAINTS = ("nvidia.com/gpu=true:NoSchedule",)
+# A GPU worker with gpu_cluster_gpu_driver_on_host: true: the GPU Operator's per-node switch for its
+# containerised driver (GPU Operator docs, "Disabling an operand on a node"; module_utils/gpu_driver.py).
+HOST_DRIVER_LABEL = "nvidia.com/gpu.deploy.driver=false"
 # Role labels the kubelet may not set itself: applied through the API after join (k3s_node_api_labels).
 GPU_API_LABELS = ("node-role.kubernetes.io/gpu=true",)
 INFRA_API_LABELS = ("node-role.kubernetes.io/infra=true",)
@@ -128,6 +131,8 @@ def _default_labels(variables, member, pool):
     labels += [str(x) for x in _list(variables.get("gpu_cluster_node_labels"))]
     if GPU_WORKERS in member and pool is not None:
         labels += ["%s=%s" % item for item in sorted(gpu_pools.member_labels(pool).items())]
+    if GPU_WORKERS in member and variables.get("gpu_cluster_gpu_driver_on_host") is True:
+        labels.append(HOST_DRIVER_LABEL)  # the host's own driver stays
     return labels
 
 

@@ -96,7 +96,7 @@ def toolkit_env(k3s_version, operator_version):
 
 
 def gpu_operator_values(k3s_version, operator_version, *, driver_enabled=True, driver_version=None,
-                        mig_strategy="single", dcgm_exporter_enabled=True, extra_values=None):
+                        mig_strategy="single", dcgm_exporter_enabled=True, extra_values=None, driver_upgrade_policy=None):
     """Values for the NVIDIA GPU Operator chart on k3s.
 
     The toolkit env is chosen by :func:`containerd_mode`; the choice is named in
@@ -108,6 +108,9 @@ def gpu_operator_values(k3s_version, operator_version, *, driver_enabled=True, d
     driver = {"enabled": bool(driver_enabled)}
     if driver_enabled and driver_version:
         driver["version"] = str(driver_version)
+    if driver_enabled and driver_upgrade_policy:
+        # gpu_driver.upgrade_policy: node by node, GPU pods stopped first (docs/components.md, GPU driver)
+        driver["upgradePolicy"] = copy.deepcopy(driver_upgrade_policy)
     values = {
         # We label the namespace ourselves (Namespace manifest of this component).
         "psa": {"enabled": False},

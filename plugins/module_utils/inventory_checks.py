@@ -27,6 +27,7 @@ from ansible_collections.cps.gpu_cluster.plugins.module_utils.components import 
 from ansible_collections.cps.gpu_cluster.plugins.module_utils.vllm import llm_problems, llm_warnings
 from ansible_collections.cps.gpu_cluster.plugins.module_utils.gpu_pools import inventory_pool_problems
 from ansible_collections.cps.gpu_cluster.plugins.module_utils.jupyterhub import jupyterhub_problems, jupyterhub_warnings
+from ansible_collections.cps.gpu_cluster.plugins.module_utils.gpu_driver import driver_problems
 from ansible_collections.cps.gpu_cluster.plugins.module_utils.k3s_parity import inventory_problems as k3s_parity_problems
 from ansible_collections.cps.gpu_cluster.plugins.module_utils.numa import numa_problems
 from ansible_collections.cps.gpu_cluster.plugins.module_utils.management import management_inventory_problems
@@ -919,13 +920,18 @@ def _check_kubelet_labels(index):
             for (name, label), on in by_label.items()]
 
 
+# *_version variables with a rule of their own (NVIDIA's driver versions are not semver: 595.91.07)
+_OWN_VERSION_RULES = ("gpu_cluster_gpu_driver_version",)
+
+
 def _check_versions_elsewhere(index, hosts):
     """Every gpu_cluster_*_version on any host is pinned (not only the known ones): one message per
     variable, naming the first host (in ``hosts`` order) with a bad value, in that host's order."""
     found = []
     position = None
     for name, entries in index.items():
-        if not (_is_str(name) and name.endswith("_version") and name.startswith("gpu_cluster_")) or name in CLUSTER_VARIABLES:
+        if not (_is_str(name) and name.endswith("_version") and name.startswith("gpu_cluster_")) or name in CLUSTER_VARIABLES \
+                or name in _OWN_VERSION_RULES:
             continue
         bad = [(value, on) for value, on in entries.values() if _check_pinned(on[0], name, value)]
         if bad:
@@ -1154,6 +1160,7 @@ def inventory_problems(groups, hostvars, role_specs=None, schedule=True):
     problems.extend(_guarded(llm_problems, groups, hostvars))
     problems.extend(_guarded(inventory_pool_problems, groups, hostvars))
     problems.extend(_guarded(jupyterhub_problems, groups, hostvars))
+    problems.extend(_guarded(driver_problems, groups, hostvars))
     problems.extend(_guarded(numa_problems, groups, hostvars))
     problems.extend(_guarded(management_inventory_problems, groups, hostvars))
     problems.extend(_guarded(k3s_parity_problems, groups, hostvars))

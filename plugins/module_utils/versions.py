@@ -16,6 +16,7 @@ import os
 import re
 
 from ansible_collections.cps.gpu_cluster.plugins.module_utils.components import GPU_OPERATOR_SUPPORTED_VERSIONS
+from ansible_collections.cps.gpu_cluster.plugins.module_utils import gpu_driver
 
 COLLECTION_ROOT = os.path.abspath(os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", ".."))
 VERSIONS_FILE = os.path.join(COLLECTION_ROOT, "versions.yml")
@@ -47,6 +48,7 @@ REQUIRED_KEYS = (
     "kube_prometheus_stack_chart", "jupyterhub_chart", "jupyterhub_notebook_cpu_image",
     "jupyterhub_notebook_pytorch_image", "jupyterhub_notebook_tensorflow_image", "cert_manager_chart",
     "rancher_chart", "fleet_chart", "jupyterhub_singleuser_version", "jupyterhub_puller_pause_image",
+    "gpu_driver_version", "gpu_driver_legacy_version",
 )
 
 
@@ -139,6 +141,8 @@ def _value_problem(key, entry):
         return _image_problem(key, entry)
     if key == "k3s_version":
         return _k3s_problem(value)
+    if key.startswith("gpu_driver_"):  # NVIDIA's driver versions are not semver (595.91.07)
+        return "" if gpu_driver.DRIVER_VERSION.match(value) else "%s is %r; pin an NVIDIA driver version like 595.91.07" % (key, value)
     if datasource == "terraform-provider":
         return "" if PLAIN_SEMVER_RE.fullmatch(value) else "%s is %r; pin an exact provider version like 0.83.0" % (key, value)
     return "" if SEMVER_RE.fullmatch(value) else "%s is %r; pin a release version like v1.2.3 or 1.2.3" % (key, value)

@@ -201,3 +201,37 @@ def test_gpu_phase_fails_without_a_reachable_api_outside_a_lab(tmp_path):
     assert "SKIPPED gpu:" not in out
     assert "FAILED gpu: no Kubernetes API server answers at 127.0.0.1:1" in out
     assert "Deliver the NVIDIA GPU Operator" not in out
+
+
+def test_driver_upgrade_skips_in_a_lab_and_fails_elsewhere_without_a_cluster(tmp_path):
+    """playbooks/gpu_driver_upgrade.yml with every setting at its default: no reachable API server is
+    SKIPPED in a lab, FAILED with the reason elsewhere; verify does not run after an upgrade that did not."""
+    upgrade = REPO / "playbooks" / "gpu_driver_upgrade.yml"
+    kubeconfig = unreachable_kubeconfig(tmp_path)
+    rc, out = playbook(upgrade, "-i", REPO / "inventories" / "homelab", "-e", f"gpu_cluster_kubeconfig={kubeconfig}",
+                       "-e", '{"gpu_cluster_lab": true}')
+    assert rc == 0, out
+    assert "SKIPPED gpu driver upgrade: no Kubernetes API server answers at 127.0.0.1:1" in out
+    assert "ok: [wk-gpu1]" not in out and "unreachable=1" not in out, out  # verify's worker play did not run
+    rc, out = playbook(upgrade, "-i", REPO / "inventories" / "homelab", "-e", f"gpu_cluster_kubeconfig={kubeconfig}")
+    assert rc != 0, out
+    assert "FAILED gpu driver upgrade: no Kubernetes API server answers at 127.0.0.1:1" in out
+
+
+def test_driver_upgrade_under_fleet_writes_the_pinned_driver_and_its_upgrade_policy(tmp_path):
+    """Fleet: the GPU Operator bundle carries the driver of versions.yml for the homelab's A100s and H100s
+    and the node-by-node upgradePolicy; the inventory's version and parallelism reach it."""
+    upgrade = REPO / "playbooks" / "gpu_driver_upgrade.yml"
+    fleet = ("-i", REPO / "inventories" / "homelab", "-e", "gpu_cluster_delivery=fleet", "-e", f"gpu_cluster_fleet_dir={tmp_path}")
+    rc, out = playbook(upgrade, *fleet)
+    assert rc == 0, out
+    driver = yaml.safe_load((tmp_path / "homelab" / "gpu-operator" / "fleet.yaml").read_text())["helm"]["values"]["driver"]
+    pins = yaml.safe_load((REPO / "versions.yml").read_text())
+    assert driver["version"] == str(pins["gpu_driver_version"]) and driver["enabled"] is True
+    assert driver["upgradePolicy"]["maxParallelUpgrades"] == 1 and driver["upgradePolicy"]["autoUpgrade"] is True
+    assert "every GPU model is Turing or newer" in out and "commit the Fleet bundle" in out
+    rc, out = playbook(upgrade, *fleet, "-e", '{"gpu_cluster_gpu_driver_version": "580.95.05", '
+                       '"gpu_cluster_gpu_driver_max_parallel_upgrades": 2}')
+    assert rc == 0, out
+    driver = yaml.safe_load((tmp_path / "homelab" / "gpu-operator" / "fleet.yaml").read_text())["helm"]["values"]["driver"]
+    assert driver["version"] == "580.95.05" and driver["upgradePolicy"]["maxParallelUpgrades"] == 2

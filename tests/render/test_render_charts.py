@@ -305,6 +305,11 @@ def test_gpu_operator_clusterpolicy_is_checked_against_the_full_crd(rendered):
         assert env_name in {e["name"] for e in policy["spec"]["toolkit"]["env"]}, render
         schema = crd_schemas(crds)[("nvidia.com/v1", "ClusterPolicy")]
         assert validate_custom(policy, schema) == [], render
+        # the driver of versions.yml, upgraded node by node with the GPU pods stopped first (issue 30)
+        driver = policy["spec"]["driver"]
+        assert driver["version"] == str(yaml.safe_load((REPO / "versions.yml").read_text())["gpu_driver_version"]), render
+        assert driver["upgradePolicy"]["autoUpgrade"] is True and driver["upgradePolicy"]["maxParallelUpgrades"] == 1
+        assert driver["upgradePolicy"]["podDeletion"]["force"] is False and driver["upgradePolicy"]["drain"]["enable"] is False
 
 
 def test_strict_crd_validation_catches_nested_unknown_fields_and_wrong_types(rendered):
