@@ -19,7 +19,7 @@ from ansible_collections.cps.gpu_cluster.plugins.module_utils import cluster_mod
 LEGACY_MODELS = re.compile(r"(\bV100|\bP100|\bP40\b|\bP4\b|\bTITAN V\b|\bGV100\b|\bGP100\b|\bTITAN Xp\b)", re.IGNORECASE)
 # The GPU Operator's per-node switch for its containerised driver: a host with a driver of its own
 # keeps it and gets everything else (the node label is the cluster model's).
-DEPLOY_DRIVER_LABEL = cluster_model.HOST_DRIVER_LABEL.split("=")[0]
+DEPLOY_DRIVER_LABEL = cluster_model.HOST_DRIVER_LABEL.partition("=")[0]
 # The label the operator's upgrade controller moves each GPU node through during a driver upgrade.
 UPGRADE_STATE_LABEL = "nvidia.com/gpu-driver-upgrade-state"
 UPGRADE_DONE = "upgrade-done"
