@@ -38,7 +38,8 @@ def test_fleet_bundle_idempotent_and_without_the_oauth_secret(tmp_path):
     assert rc == 0, out
     bundle = tmp_path / "homelab" / "jupyterhub"
     assert sorted(p.name for p in bundle.iterdir()) == [
-        "00-namespace-jupyterhub.yaml", "01-resourcequota-jupyterhub.yaml", "02-limitrange-jupyterhub.yaml", "fleet.yaml"]
+        "00-namespace-jupyterhub.yaml", "01-resourcequota-jupyterhub.yaml", "02-limitrange-jupyterhub.yaml",
+        "03-daemonset-notebook-image-puller.yaml", "fleet.yaml"]
     for path in bundle.iterdir():
         assert SECRET not in path.read_text(), path
     assert SECRET not in out

@@ -94,7 +94,8 @@ def test_dry_run_finds_every_pin(renovate_bin, checkout, tmp_path):
 
     missing = []
     for key, entry in versions.load_versions(str(REPO / "versions.yml")).items():
-        value = versions.image_parts(entry["value"])[1] if entry["datasource"] == "docker" else entry["value"]
+        image = versions.image_parts(entry["value"]) if entry["datasource"] == "docker" else None
+        value = image[1] if image else entry["value"]  # an image's tag; a driver version is the tag's prefix itself
         registries = (entry["registryUrl"],) if entry["registryUrl"] else ()
         if ("regex", entry["datasource"], entry["depName"], value, registries) not in found.get("versions.yml", []):
             missing.append(key)
