@@ -88,7 +88,8 @@ def driver_problems(groups, hostvars):
     """Preflight: the driver settings of the inventory, one message each."""
     problems = []
     values = cluster_model.first_values(groups, hostvars, (
-        "gpu_cluster_gpu_driver_version", "gpu_cluster_gpu_driver_max_parallel_upgrades", "gpu_cluster_gpu_driver_enabled"))
+        "gpu_cluster_gpu_driver_version", "gpu_cluster_gpu_driver_max_parallel_upgrades", "gpu_cluster_gpu_driver_enabled",
+        "gpu_cluster_gpu_driver_upgrade_timeout"))
     version = values.get("gpu_cluster_gpu_driver_version")
     if version not in (None, "") and not (isinstance(version, str) and DRIVER_VERSION.match(version)):
         problems.append("gpu_cluster_gpu_driver_version is %r; use an NVIDIA driver version such as '595.91.07' "
@@ -98,6 +99,10 @@ def driver_problems(groups, hostvars):
     if parallel is not None and not (node_vars.is_int(parallel) and 1 <= parallel <= max(len(workers), 1)):
         problems.append("gpu_cluster_gpu_driver_max_parallel_upgrades is %r; use a whole number from 1 to the number "
                         "of GPU workers (%d): how many nodes upgrade their driver at once" % (parallel, max(len(workers), 1)))
+    timeout = values.get("gpu_cluster_gpu_driver_upgrade_timeout")
+    if timeout is not None and not (node_vars.is_int(timeout) and timeout >= 300):
+        problems.append("gpu_cluster_gpu_driver_upgrade_timeout is %r; use seconds, at least 300: how long "
+                        "playbooks/gpu_driver_upgrade.yml waits for every GPU node to report upgrade-done" % (timeout,))
     for host in workers:
         on_host = ((hostvars or {}).get(host) or {}).get("gpu_cluster_gpu_driver_on_host")
         if on_host is not None and not isinstance(on_host, bool):

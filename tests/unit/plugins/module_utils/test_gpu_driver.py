@@ -98,6 +98,8 @@ def inventory(**changes):
     ({"gpu_cluster_gpu_driver_max_parallel_upgrades": 0}, "gpu_cluster_gpu_driver_max_parallel_upgrades is 0"),
     ({"gpu_cluster_gpu_driver_max_parallel_upgrades": 3}, "from 1 to the number of GPU workers (2)"),
     ({"gpu_cluster_gpu_driver_max_parallel_upgrades": "1"}, "gpu_cluster_gpu_driver_max_parallel_upgrades is '1'"),
+    ({"gpu_cluster_gpu_driver_upgrade_timeout": 7200}, None),
+    ({"gpu_cluster_gpu_driver_upgrade_timeout": 60}, "gpu_cluster_gpu_driver_upgrade_timeout is 60; use seconds, at least 300"),
     ({"gpu_cluster_gpu_driver_on_host": "yes"}, "wk-gpu2: gpu_cluster_gpu_driver_on_host is 'yes'"),
     ({"gpu_cluster_gpu_driver_on_host": True}, None),
 ])
