@@ -104,5 +104,5 @@ docs: venv ## regenerate the role READMEs' variables reference from meta/argumen
 	python scripts/role-docs.py
 
 .PHONY: mutants
-mutants: dev-deps ## mutation testing of plugins/module_utils/ (slow; not in make test): MUTANTS_FILES="phase k3s"
+mutants: dev-deps ## mutation testing of plugins/module_utils/ and plugin_utils/ (slow; not in make test): MUTANTS_FILES="phase k3s"
 	bash scripts/mutants.sh

@@ -34,10 +34,12 @@ def diff(name, path):
     return [line for line in text.splitlines() if line[:1] in "+-" and not line.startswith(("+++", "---"))]
 
 
-def main(source_dir, minimum):
+def main(minimum, *source_dirs):
     totals = {"killed": 0, "counted": 0}
     lines, survivors = [], []
-    for meta in sorted(Path("mutants", source_dir).glob("*.py.meta")):
+    metas = [(source_dir, meta) for source_dir in source_dirs
+             for meta in sorted(Path("mutants", source_dir).glob("*.py.meta"))]
+    for source_dir, meta in metas:
         source = str(Path(source_dir, meta.name[: -len(".meta")]))
         codes = json.loads(meta.read_text(encoding="utf-8"))["exit_code_by_key"]
         killed = sum(1 for code in codes.values() if code in KILLED)
@@ -46,7 +48,7 @@ def main(source_dir, minimum):
         totals["killed"] += killed
         totals["counted"] += counted
         score = 100.0 * killed / counted if counted else 100.0
-        lines.append(f"  {Path(source).name:24} {score:5.1f}%  {killed}/{counted} killed"
+        lines.append(f"  {Path(source_dir).name + '/' + Path(source).name:40} {score:5.1f}%  {killed}/{counted} killed"
                      + (f" ({other} not run)" if other else ""))
         survivors += [(name, source, status(code)) for name, code in codes.items()
                       if code not in KILLED and code not in NOT_COUNTED]
@@ -61,4 +63,4 @@ def main(source_dir, minimum):
 
 
 if __name__ == "__main__":
-    sys.exit(main(sys.argv[1], sys.argv[2]))
+    sys.exit(main(sys.argv[1], *sys.argv[2:]))

@@ -32,7 +32,7 @@ def _versions_module():
     for root in (REPO / "collections", *REPO.parents[2:3]):
         if (root / "ansible_collections" / "cps" / "gpu_cluster").is_dir() and str(root) not in sys.path:
             sys.path.insert(0, str(root))
-    spec = importlib.util.spec_from_file_location("gpu_cluster_versions", REPO / "plugins" / "module_utils" / "versions.py")
+    spec = importlib.util.spec_from_file_location("gpu_cluster_versions", REPO / "plugins" / "plugin_utils" / "versions.py")
     module = importlib.util.module_from_spec(spec)
     spec.loader.exec_module(module)
     return module

@@ -10,8 +10,8 @@ from collections.abc import Mapping
 
 from ansible.errors import AnsibleError
 
-from ansible_collections.cps.gpu_cluster.plugins.module_utils import cluster_model as _model
-from ansible_collections.cps.gpu_cluster.plugins.module_utils import cluster_workloads as _workloads
+from ansible_collections.cps.gpu_cluster.plugins.plugin_utils import cluster_model as _model
+from ansible_collections.cps.gpu_cluster.plugins.plugin_utils import cluster_workloads as _workloads
 from ansible_collections.cps.gpu_cluster.plugins.plugin_utils.filter_errors import wrap
 
 # What the model and the workload builders read of a host (role defaults are not in hostvars).
@@ -41,7 +41,7 @@ def _plain(groups, hostvars):
 
 
 def cluster_model(groups, hostvars):
-    """The cluster model of an inventory (module_utils/cluster_model.py build)."""
+    """The cluster model of an inventory (plugin_utils/cluster_model.py build)."""
     return _model.build(*_plain(groups, hostvars))
 
 

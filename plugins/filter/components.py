@@ -10,7 +10,7 @@ from ansible.plugins.filter.core import to_nice_yaml
 
 from ansible_collections.cps.gpu_cluster.plugins.plugin_utils.filter_errors import wrap as _wrap
 
-from ansible_collections.cps.gpu_cluster.plugins.module_utils import components, gpu_driver, node_vars, storage_components
+from ansible_collections.cps.gpu_cluster.plugins.plugin_utils import components, gpu_driver, node_vars, storage_components
 
 
 def bundle_file_texts(files, fleet, header, fleet_comment=""):
@@ -54,10 +54,7 @@ class FilterModule(object):
             "gpu_driver_version": _wrap(gpu_driver_version),
             "gpu_driver_upgrade_policy": _wrap(gpu_driver.upgrade_policy),
             "gpu_driver_upgrade_progress": _wrap(gpu_driver.upgrade_progress),
-            "gpu_operator_toolkit_env": _wrap(components.toolkit_env),
-            "gpu_operator_containerd_mode": _wrap(components.containerd_mode),
             "supported_versions": _wrap(components.supported_versions),
-            "kubernetes_minor": _wrap(components.kubernetes_minor),
             "cuda_smoke_pod": _wrap(components.cuda_smoke_pod),
             "nfs_provisioner_values": _wrap(storage_components.nfs_provisioner_values),
             "local_path_not_default": _wrap(storage_components.local_path_not_default),

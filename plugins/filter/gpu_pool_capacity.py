@@ -8,7 +8,7 @@ __metaclass__ = type
 
 from ansible_collections.cps.gpu_cluster.plugins.plugin_utils.filter_errors import wrap as _wrap
 
-from ansible_collections.cps.gpu_cluster.plugins.module_utils import gpu_monitoring, gpu_pools
+from ansible_collections.cps.gpu_cluster.plugins.plugin_utils import gpu_monitoring, gpu_pools
 
 
 def gpu_pool_problems(pools, workers):
@@ -28,7 +28,6 @@ class FilterModule(object):
             "gpu_pool_configmap": _wrap(gpu_pools.device_plugin_configmap),
             "gpu_pool_operator_values": _wrap(gpu_pools.operator_values),
             "gpu_pool_mig_strategy": _wrap(gpu_pools.mig_strategy),
-            "gpu_pool_quotas": _wrap(gpu_pools.resource_quotas),
             "gpu_pool_quota_components": _wrap(gpu_pools.quota_components),
             "gpu_pool_report": _wrap(gpu_pools.capacity_report),
             "gpu_monitoring_values": _wrap(gpu_monitoring.stack_values),

@@ -15,8 +15,8 @@ from jinja2 import Undefined
 
 from ansible.errors import AnsibleError, AnsibleFilterError
 
-from ansible_collections.cps.gpu_cluster.plugins.module_utils.inventory_checks import inventory_problems as _inventory_problems
-from ansible_collections.cps.gpu_cluster.plugins.module_utils.inventory_checks import inventory_warnings as _inventory_warnings
+from ansible_collections.cps.gpu_cluster.plugins.plugin_utils.inventory_checks import inventory_problems as _inventory_problems
+from ansible_collections.cps.gpu_cluster.plugins.plugin_utils.inventory_checks import inventory_warnings as _inventory_warnings
 
 
 ROLES_DIR = os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "..", "roles")

@@ -8,7 +8,7 @@ __metaclass__ = type
 
 from ansible_collections.cps.gpu_cluster.plugins.plugin_utils.filter_errors import wrap as _wrap
 
-from ansible_collections.cps.gpu_cluster.plugins.module_utils import jupyterhub
+from ansible_collections.cps.gpu_cluster.plugins.plugin_utils import jupyterhub
 
 
 def _row(passed, check, target, detail):

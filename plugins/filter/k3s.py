@@ -10,7 +10,8 @@ import base64
 
 from ansible.errors import AnsibleFilterError
 
-from ansible_collections.cps.gpu_cluster.plugins.module_utils import k3s
+from ansible_collections.cps.gpu_cluster.plugins.module_utils import k3s_token
+from ansible_collections.cps.gpu_cluster.plugins.plugin_utils import k3s
 
 
 def _wrap(func):
@@ -87,7 +88,7 @@ def _version_problem(current, wanted, allow_downgrade=False, allow_skip_minor=Fa
 
 
 class FilterModule(object):
-    """k3s_node_config, k3s_iface_for_ip, k3s_sha256_for, k3s_is_downgrade, k3s_version_from_output,
+    """k3s_node_config, k3s_iface_for_ip, k3s_sha256_for,
     k3s_binary_name, k3s_release_arch, k3s_token_problem, k3s_duplicate_hostnames, k3s_taints,
     k3s_version_problem, k3s_join_version_problem, k3s_current_version, k3s_bootstrap_plan, k3s_restore_plan,
     k3s_identity_plan."""
@@ -97,11 +98,9 @@ class FilterModule(object):
             "k3s_node_config": _wrap(_node_config),
             "k3s_iface_for_ip": _wrap(k3s.interface_for_ip),
             "k3s_sha256_for": _wrap(k3s.sha256_for),
-            "k3s_is_downgrade": _wrap(k3s.is_downgrade),
-            "k3s_version_from_output": _wrap(k3s.version_from_output),
             "k3s_binary_name": _wrap(k3s.binary_name),
             "k3s_release_arch": _wrap(k3s.release_arch),
-            "k3s_token_problem": _wrap(k3s.token_problem),
+            "k3s_token_problem": _wrap(k3s_token.token_problem),
             "k3s_duplicate_hostnames": _wrap(k3s.duplicate_hostnames),
             "k3s_taints": _wrap(k3s.taint_dicts),
             "k3s_labels": _wrap(k3s.label_dict),

@@ -8,7 +8,7 @@ __metaclass__ = type
 
 from ansible.errors import AnsibleFilterError
 
-from ansible_collections.cps.gpu_cluster.plugins.module_utils import k3s_hardening
+from ansible_collections.cps.gpu_cluster.plugins.plugin_utils import k3s_hardening
 
 
 def _wrap(func):

@@ -2,14 +2,14 @@
 # Copyright: (c) 2026, cps.gpu_cluster contributors
 # GNU General Public License v3.0+ (see COPYING or https://www.gnu.org/licenses/gpl-3.0.txt)
 """Filters for the k3s_node role's registries, proxy, etcd S3, kubeconfig and node-removal logic
-(pure functions in plugins/module_utils/k3s_parity.py)."""
+(pure functions in plugins/plugin_utils/k3s_parity.py)."""
 
 from __future__ import (absolute_import, division, print_function)
 __metaclass__ = type
 
 import yaml
 
-from ansible_collections.cps.gpu_cluster.plugins.module_utils import k3s_parity
+from ansible_collections.cps.gpu_cluster.plugins.plugin_utils import k3s_parity
 from ansible_collections.cps.gpu_cluster.plugins.plugin_utils.filter_errors import wrap
 
 
@@ -55,7 +55,7 @@ def _remove_node_problem(node, cluster_hosts, servers, allow_small_quorum=False)
 
 class FilterModule(object):
     """k3s_proxy_env, k3s_kubeconfig_named, k3s_kubeconfig_merge, k3s_registries_problems,
-    k3s_etcd_s3_config, k3s_etcd_s3_problems, k3s_remove_node_problem, k3s_cluster_name_problem."""
+    k3s_etcd_s3_config, k3s_remove_node_problem."""
 
     def filters(self):
         return {
@@ -64,7 +64,5 @@ class FilterModule(object):
             "k3s_kubeconfig_merge": wrap(_kubeconfig_merge, "k3s_kubeconfig_merge"),
             "k3s_registries_problems": wrap(_registries_problems, "k3s_registries_problems"),
             "k3s_etcd_s3_config": wrap(_etcd_s3_config, "k3s_etcd_s3_config"),
-            "k3s_etcd_s3_problems": wrap(k3s_parity.etcd_s3_problems, "k3s_etcd_s3_problems"),
             "k3s_remove_node_problem": wrap(_remove_node_problem, "k3s_remove_node_problem"),
-            "k3s_cluster_name_problem": wrap(k3s_parity.cluster_name_problem, "k3s_cluster_name_problem"),
         }

@@ -8,7 +8,7 @@ __metaclass__ = type
 
 from ansible.errors import AnsibleFilterError
 
-from ansible_collections.cps.gpu_cluster.plugins.module_utils.kernel_cmdline import (
+from ansible_collections.cps.gpu_cluster.plugins.plugin_utils.kernel_cmdline import (
     grub_cmdline,
     iommu_args,
     merge_cmdline,

@@ -8,7 +8,7 @@ __metaclass__ = type
 
 from ansible_collections.cps.gpu_cluster.plugins.plugin_utils.filter_errors import wrap as _wrap
 
-from ansible_collections.cps.gpu_cluster.plugins.module_utils import management
+from ansible_collections.cps.gpu_cluster.plugins.plugin_utils import management
 
 
 class FilterModule(object):
@@ -16,10 +16,6 @@ class FilterModule(object):
 
     def filters(self):
         return {
-            "cert_manager_values": _wrap(management.cert_manager_values),
-            "rancher_values": _wrap(management.rancher_values),
-            "rancher_replicas": _wrap(management.rancher_replicas),
-            "fleet_values": _wrap(management.fleet_values),
             "management_components": _wrap(management.management_components),
             "fleet_bundled_components": _wrap(management.fleet_bundled_components),
             "fleet_gitrepo": _wrap(management.gitrepo),
@@ -27,7 +23,6 @@ class FilterModule(object):
             "rancher_bootstrap_secret": _wrap(management.bootstrap_password_secret),
             "rancher_tls_secret": _wrap(management.tls_secret),
             "fleet_ordered_component": _wrap(management.ordered_component),
-            "fleet_bundle_order_problems": _wrap(management.bundle_order_problems),
             "management_problems": _wrap(management.management_problems),
             "mask_secrets": _wrap(management.mask_secrets),
         }

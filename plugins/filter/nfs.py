@@ -13,7 +13,7 @@ __metaclass__ = type
 
 from ansible_collections.cps.gpu_cluster.plugins.plugin_utils.filter_errors import wrap as _wrap
 
-from ansible_collections.cps.gpu_cluster.plugins.module_utils import nfs_exports
+from ansible_collections.cps.gpu_cluster.plugins.plugin_utils import nfs_exports
 
 
 class FilterModule(object):

@@ -8,7 +8,7 @@ __metaclass__ = type
 
 from ansible.errors import AnsibleFilterError
 
-from ansible_collections.cps.gpu_cluster.plugins.module_utils import state_dir as _state_dir
+from ansible_collections.cps.gpu_cluster.plugins.plugin_utils import state_dir as _state_dir
 
 
 def state_dir(inventory_sources, configured="", sub=""):

@@ -50,7 +50,7 @@ from collections.abc import Mapping
 
 from ansible.errors import AnsibleError, AnsibleFilterError
 
-from ansible_collections.cps.gpu_cluster.plugins.module_utils.terraform_vars import terraform_vars as _terraform_vars
+from ansible_collections.cps.gpu_cluster.plugins.plugin_utils.terraform_vars import terraform_vars as _terraform_vars
 
 
 def _wanted(name):

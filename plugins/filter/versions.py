@@ -38,7 +38,7 @@ _value:
 
 from ansible.errors import AnsibleFilterError
 
-from ansible_collections.cps.gpu_cluster.plugins.module_utils import versions
+from ansible_collections.cps.gpu_cluster.plugins.plugin_utils import versions
 
 
 def pinned(key):

@@ -8,7 +8,7 @@ __metaclass__ = type
 
 from ansible_collections.cps.gpu_cluster.plugins.plugin_utils.filter_errors import wrap as _wrap
 
-from ansible_collections.cps.gpu_cluster.plugins.module_utils import vllm
+from ansible_collections.cps.gpu_cluster.plugins.plugin_utils import vllm
 
 
 def vllm_problems(models, pools=None):
@@ -31,7 +31,5 @@ class FilterModule(object):
             "vllm_spec": _wrap(vllm.vllm_spec, "vllm_spec"),
             "vllm_components": _wrap(vllm.vllm_components, "vllm_components"),
             "vllm_problems": _wrap(vllm_problems, "vllm_problems"),
-            "vllm_endpoint_checks": _wrap(vllm.endpoint_checks, "vllm_endpoint_checks"),
-            "vllm_verify_rows": _wrap(vllm.verify_rows, "vllm_verify_rows"),
             "vllm_stale_objects": _wrap(vllm.stale_objects, "vllm_stale_objects"),
         }

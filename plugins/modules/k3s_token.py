@@ -88,7 +88,7 @@ import os
 
 from ansible.module_utils.basic import AnsibleModule
 
-from ansible_collections.cps.gpu_cluster.plugins.module_utils.k3s import token_plan
+from ansible_collections.cps.gpu_cluster.plugins.module_utils.k3s_token import token_plan
 
 
 def read_token(module, path, setting):

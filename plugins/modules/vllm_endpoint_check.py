@@ -96,7 +96,7 @@ import traceback
 
 from ansible.module_utils.basic import AnsibleModule, missing_required_lib
 
-from ansible_collections.cps.gpu_cluster.plugins.module_utils.vllm import (
+from ansible_collections.cps.gpu_cluster.plugins.module_utils.vllm_endpoint import (
     in_pod_command,
     parse_in_pod_answer,
     run_checks,

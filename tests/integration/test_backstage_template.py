@@ -34,8 +34,8 @@ import jinja2
 import jsonschema
 import pytest
 import yaml
-from ansible_collections.cps.gpu_cluster.plugins.module_utils.components import GPU_OPERATOR_SUPPORTED_VERSIONS
-from ansible_collections.cps.gpu_cluster.plugins.module_utils.gpu_pools import MODEL_DEVICE_IDS
+from ansible_collections.cps.gpu_cluster.plugins.plugin_utils.components import GPU_OPERATOR_SUPPORTED_VERSIONS
+from ansible_collections.cps.gpu_cluster.plugins.plugin_utils.gpu_pools import MODEL_DEVICE_IDS
 from referencing import Registry
 from referencing.jsonschema import DRAFT7
 

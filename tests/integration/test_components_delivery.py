@@ -68,7 +68,7 @@ def test_fleet_bundle_written_idempotently_and_pruned(tmp_path):
     assert sorted(p.name for p in bundle.iterdir()) == ["00-configmap-one.yaml", "01-configmap-two.yaml", "fleet.yaml"]
     assert yaml.safe_load((bundle / "fleet.yaml").read_text()) == {
         "defaultNamespace": "demo",
-        # every bundle is labelled for dependsOn selectors (module_utils/management.py)
+        # every bundle is labelled for dependsOn selectors (plugin_utils/management.py)
         "labels": {"gpu-cluster.cps/bundle": "demo", "gpu-cluster.cps/cluster": "lab"},
         "helm": {"repo": "https://charts.example.org", "chart": "demo", "version": "1.2.3",
                  "releaseName": "demo", "values": {"replicas": 2}},

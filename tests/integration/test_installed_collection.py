@@ -59,7 +59,7 @@ NOT_SHIPPED = {".gitignore", ".ci/run", "galaxy.yml"}  # galaxy.yml becomes MANI
 ESSENTIAL = {
     "README.md", "COPYING", "meta/runtime.yml", "playbooks/site.yml", "playbooks/preflight.yml", "playbooks/render.yml",
     "inventories/homelab/hosts.yml", "inventories/homelab/group_vars/all/main.yml", "terraform/proxmox/main.tf",
-    "terraform/proxmox/inventory.yml.tftpl", "roles/k3s_node/tasks/main.yml", "plugins/module_utils/state_dir.py",
+    "terraform/proxmox/inventory.yml.tftpl", "roles/k3s_node/tasks/main.yml", "plugins/plugin_utils/state_dir.py",
     "plugins/filter/state_dir.py", "requirements.txt", "requirements.yml", "bindep.txt", "execution-environment.yml",
 }
 

@@ -16,7 +16,7 @@ import subprocess
 from pathlib import Path
 
 import pytest
-from ansible_collections.cps.gpu_cluster.plugins.module_utils import versions
+from ansible_collections.cps.gpu_cluster.plugins.plugin_utils import versions
 
 REPO = Path(__file__).resolve().parents[2]
 RENOVATE_VERSION = "39.264.0"  # the newest Renovate that runs on Node.js 20
@@ -104,7 +104,7 @@ def test_dry_run_finds_every_pin(renovate_bin, checkout, tmp_path):
     # the same pins where the code and Terraform carry them
     terraform = {(d[2], d[3]) for d in found["terraform/proxmox/versions.tf"]}
     assert ("proxmox", "= 0.83.0") in terraform or ("bpg/proxmox", "= 0.83.0") in terraform
-    assert {d[2] for d in found["plugins/module_utils/vllm.py"]} == {"docker.io/vllm/vllm-openai", "docker.io/lmcache/vllm-openai"}
+    assert {d[2] for d in found["plugins/plugin_utils/vllm.py"]} == {"docker.io/vllm/vllm-openai", "docker.io/lmcache/vllm-openai"}
     assert ("regex", "github-releases", "k3s-io/k3s") in {d[:3] for d in found["inventories/homelab/group_vars/all/main.yml"]}
     assert {d[2] for d in found["execution-environment.yml"]} == {"registry.fedoraproject.org/fedora", "helm/helm", "hashicorp/terraform"}
     assert {"requirements.txt", "requirements-dev.txt"} <= set(found)

@@ -32,7 +32,7 @@ import jsonschema
 import kubernetes_validate
 import pytest
 import yaml
-from ansible_collections.cps.gpu_cluster.plugins.module_utils import (
+from ansible_collections.cps.gpu_cluster.plugins.plugin_utils import (
     cluster_model,
     cluster_workloads,
     gpu_monitoring,
@@ -587,7 +587,7 @@ def test_jupyterhub_other_settings_render_strict_valid(auth):
 # ---- the scheduling proof of the charts' pods ------------------------------------------------------
 # The pods the charts create (Deployments, StatefulSets, Jobs and CronJobs, hooks included), as Helm's
 # engine renders them from our values, placed against the homelab's cluster model the way
-# kube-scheduler decides feasibility (module_utils/scheduling.py, the proof preflight runs on our own
+# kube-scheduler decides feasibility (plugin_utils/scheduling.py, the proof preflight runs on our own
 # workloads). DaemonSets are left out: they place a pod on each node they select and tolerate, and
 # the GPU Operator's select labels its own node-feature discovery adds at run time.
 POD_OWNERS = ("Deployment", "StatefulSet", "Job", "CronJob")

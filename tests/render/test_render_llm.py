@@ -15,7 +15,7 @@ import jsonschema
 import kubernetes_validate
 import pytest
 import yaml
-from ansible_collections.cps.gpu_cluster.plugins.module_utils import vllm
+from ansible_collections.cps.gpu_cluster.plugins.plugin_utils import vllm
 from test_render_components import HOMELAB, fleet, inventory_k8s_version, manifests
 
 REPO = Path(__file__).resolve().parents[2]

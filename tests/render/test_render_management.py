@@ -5,7 +5,7 @@
 * the GitRepo against Fleet's GitRepo CRD, cert-manager's Certificate/ClusterIssuer against theirs,
   strict (tests/fixtures/management, origins in tests/fixtures/SOURCES.md);
 * Rancher and cert-manager values against the charts' values.yaml (and cert-manager's schema);
-* every dependsOn selects an existing bundle, and is what module_utils/management.py derives from
+* every dependsOn selects an existing bundle, and is what plugin_utils/management.py derives from
   every rendered bundle's content (so no dependency was rendered after its dependent);
 * the layout ``<cluster>/<component>/fleet.yaml``, and a second render gives no diff;
 * no Secret, and none of the vaulted values, in any rendered file.
@@ -25,7 +25,7 @@ import jsonschema
 import kubernetes_validate
 import pytest
 import yaml
-from ansible_collections.cps.gpu_cluster.plugins.module_utils import management as m
+from ansible_collections.cps.gpu_cluster.plugins.plugin_utils import management as m
 
 REPO = Path(__file__).resolve().parents[2]
 FIXTURES = REPO / "tests" / "fixtures" / "management"

@@ -20,7 +20,7 @@ from pathlib import Path
 import kubernetes_validate
 import pytest
 import yaml
-from ansible_collections.cps.gpu_cluster.plugins.module_utils import components
+from ansible_collections.cps.gpu_cluster.plugins.plugin_utils import components
 
 REPO = Path(__file__).resolve().parents[2]
 HOMELAB = REPO / "inventories" / "homelab"

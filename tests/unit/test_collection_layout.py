@@ -140,3 +140,68 @@ def test_module_documentation_complete(module):
     doc = yaml.safe_load(next(n.value.value for n in tree.body if isinstance(n, ast.Assign) and getattr(n.targets[0], "id", "") == "DOCUMENTATION"))
     assert doc["module"] == module.stem
     assert doc.get("short_description") and doc.get("description")
+
+
+# --------------------------------------------------------------------------- where code runs (issue 28)
+COLLECTION_IMPORT = re.compile(r"ansible_collections\.cps\.gpu_cluster\.plugins\.(module_utils|plugin_utils)(?:\.(\w+))?")
+
+
+def collection_imports(path):
+    """{(directory, name)} of the collection files one Python file imports (absolute imports, the
+    collection's one documented import path; ``from ...module_utils import a, b`` counts a and b)."""
+    found = set()
+    for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
+        if not isinstance(node, ast.ImportFrom) or not node.module:
+            continue
+        match = COLLECTION_IMPORT.fullmatch(node.module)
+        if match:
+            names = [match.group(2)] if match.group(2) else [alias.name for alias in node.names]
+            found.update((match.group(1), name) for name in names)
+    return found
+
+
+def module_payload(module):
+    """Every collection file a module ships to a host: its imports, and theirs."""
+    todo, seen = list(collection_imports(module)), set()
+    while todo:
+        item = todo.pop()
+        if item not in seen:
+            seen.add(item)
+            todo += collection_imports(REPO / "plugins" / item[0] / f"{item[1]}.py")
+    return seen
+
+
+MODULES = sorted((REPO / "plugins" / "modules").glob("*.py"))
+PLUGIN_FILES = sorted((REPO / "plugins").rglob("*.py"))
+
+
+@pytest.mark.parametrize("path", PLUGIN_FILES, ids=lambda p: str(p.relative_to(REPO / "plugins")))
+def test_plugins_import_each_other_by_one_path(path):
+    """One import path a reader and a tool can follow: ansible_collections.cps.gpu_cluster.plugins.<dir>.<name>."""
+    tree = ast.parse(path.read_text(encoding="utf-8"))
+    relative = [node.lineno for node in ast.walk(tree) if isinstance(node, ast.ImportFrom) and node.level]
+    assert relative == [], f"{path.name}: relative import on line(s) {relative}"
+    assert "sys.path" not in path.read_text(encoding="utf-8"), f"{path.name} changes sys.path"
+
+
+@pytest.mark.parametrize("module", MODULES, ids=lambda p: p.stem)
+def test_modules_ship_no_controller_code(module):
+    controller = sorted(name for directory, name in module_payload(module) if directory == "plugin_utils")
+    assert controller == [], f"{module.name} would ship controller-only code to hosts: plugins/plugin_utils/{controller}"
+
+
+def test_module_utils_holds_only_what_modules_import():
+    shipped = set().union(*(module_payload(module) for module in MODULES))
+    present = {("module_utils", p.stem) for p in (REPO / "plugins" / "module_utils").glob("*.py") if p.stem != "__init__"}
+    assert present - shipped == set(), (
+        f"no module imports {sorted(name for _d, name in present - shipped)}: controller-only code goes to "
+        "plugins/plugin_utils/ (docs/development.md, Where code lives)")
+
+
+def test_the_payload_walk_sees_an_import_of_controller_code(tmp_path):
+    module = tmp_path / "m.py"
+    module.write_text("from ansible_collections.cps.gpu_cluster.plugins.module_utils import nvidia_smi\n"
+                      "from ansible_collections.cps.gpu_cluster.plugins.plugin_utils.vllm import vllm_spec\n")
+    payload = module_payload(module)
+    assert ("module_utils", "nvidia_smi") in payload and ("plugin_utils", "vllm") in payload
+    assert ("plugin_utils", "gpu_pools") in payload  # imported by plugin_utils/vllm.py in turn

@@ -218,11 +218,11 @@ def known_versions():
         for name, value in (yaml.safe_load(defaults.read_text()) or {}).items():
             if name.endswith("_image") or "_image_" in name:
                 found.update(VERSION.findall(str(value)))
-    components = (REPO / "plugins" / "module_utils" / "components.py").read_text()
+    components = (REPO / "plugins" / "plugin_utils" / "components.py").read_text()
     supported = re.search(r"GPU_OPERATOR_SUPPORTED_VERSIONS\s*=\s*(\([^)]*\)|\[[^\]]*\])", components)
     found.update(ast.literal_eval(supported.group(1)))
     floor = re.search(r"K3S_MIN_VERSION = \((\d+), (\d+), (\d+)\)",
-                      (REPO / "plugins" / "module_utils" / "inventory_checks.py").read_text())
+                      (REPO / "plugins" / "plugin_utils" / "inventory_checks.py").read_text())
     found.add("v" + ".".join(floor.groups()))
     renovate = re.search(r'RENOVATE_VERSION = "([^"]+)"', (REPO / "tests" / "integration" / "test_renovate.py").read_text())
     found.add(renovate.group(1))

@@ -11,7 +11,7 @@ from pathlib import Path
 import pytest
 import yaml
 from ansible.plugins.filter.core import to_nice_yaml
-from ansible_collections.cps.gpu_cluster.plugins.module_utils import k3s, k3s_hardening
+from ansible_collections.cps.gpu_cluster.plugins.plugin_utils import k3s, k3s_hardening
 
 REPO = Path(__file__).resolve().parents[2]
 SOURCE = (REPO / "molecule" / "shared" / "files" / "k3s-standin.py").read_text()

@@ -14,7 +14,7 @@ from pathlib import Path
 import hcl2
 import pytest
 import yaml
-from ansible_collections.cps.gpu_cluster.plugins.module_utils import components, storage_components, versions, vllm
+from ansible_collections.cps.gpu_cluster.plugins.plugin_utils import components, storage_components, versions, vllm
 
 REPO = Path(__file__).resolve().parents[2]
 ENTRIES = versions.load_versions(str(REPO / "versions.yml"))

@@ -28,7 +28,7 @@ from __future__ import annotations
 import ipaddress
 
 import pytest
-from ansible_collections.cps.gpu_cluster.plugins.module_utils import cluster_model, cluster_workloads, inventory_checks
+from ansible_collections.cps.gpu_cluster.plugins.plugin_utils import cluster_model, cluster_workloads, inventory_checks
 from test_scaling_benchmark import best_time, ratio_per_10x
 
 SIZES = (500, 5000, 50000)

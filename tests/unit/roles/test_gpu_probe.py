@@ -11,7 +11,7 @@ import sys
 from pathlib import Path
 
 import pytest
-from ansible_collections.cps.gpu_cluster.plugins.module_utils import verify
+from ansible_collections.cps.gpu_cluster.plugins.plugin_utils import verify
 
 REPO = Path(__file__).resolve().parents[3]
 PROBE = REPO / "roles" / "verify" / "files" / "gpu_probe.py"

@@ -25,7 +25,7 @@ import subprocess
 from pathlib import Path
 
 import hcl2
-from ansible_collections.cps.gpu_cluster.plugins.module_utils.terraform_vars import terraform_vars
+from ansible_collections.cps.gpu_cluster.plugins.plugin_utils.terraform_vars import terraform_vars
 
 REPO = Path(__file__).resolve().parents[3]
 MODULE = REPO / "terraform" / "proxmox"

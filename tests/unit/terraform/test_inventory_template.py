@@ -9,7 +9,7 @@ import copy
 
 import pytest
 import yaml
-from ansible_collections.cps.gpu_cluster.plugins.module_utils import cluster_model
+from ansible_collections.cps.gpu_cluster.plugins.plugin_utils import cluster_model
 from terraform_helpers import SSH_KEY, groups_of, inventory_list, render_template, resolve, tfvars_from_inventory
 
 GROUPS = ["proxmox_hosts", "k3s_cluster", "k3s_servers", "k3s_agents", "gpu_workers", "infra_nodes", "app_nodes"]

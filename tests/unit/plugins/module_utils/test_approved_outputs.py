@@ -18,17 +18,18 @@ from pathlib import Path
 
 import pytest
 import yaml
-from ansible_collections.cps.gpu_cluster.plugins.module_utils import components as cm
 from ansible_collections.cps.gpu_cluster.plugins.module_utils import gpu_capacity as gc
-from ansible_collections.cps.gpu_cluster.plugins.module_utils import gpu_monitoring as gm
-from ansible_collections.cps.gpu_cluster.plugins.module_utils import gpu_pools as gp
-from ansible_collections.cps.gpu_cluster.plugins.module_utils import inventory_checks as ic
-from ansible_collections.cps.gpu_cluster.plugins.module_utils import jupyterhub as jh
-from ansible_collections.cps.gpu_cluster.plugins.module_utils import k3s, k3s_hardening, k3s_reset, numa, nvidia_smi, pci_sysfs, verify, vllm
-from ansible_collections.cps.gpu_cluster.plugins.module_utils import k3s_parity as kp
-from ansible_collections.cps.gpu_cluster.plugins.module_utils import management as mg
-from ansible_collections.cps.gpu_cluster.plugins.module_utils import state_dir as sd
-from ansible_collections.cps.gpu_cluster.plugins.module_utils import storage_components as sc
+from ansible_collections.cps.gpu_cluster.plugins.module_utils import k3s_reset, k3s_token, numa, nvidia_smi, pci_sysfs, vllm_endpoint
+from ansible_collections.cps.gpu_cluster.plugins.plugin_utils import components as cm
+from ansible_collections.cps.gpu_cluster.plugins.plugin_utils import gpu_monitoring as gm
+from ansible_collections.cps.gpu_cluster.plugins.plugin_utils import gpu_pools as gp
+from ansible_collections.cps.gpu_cluster.plugins.plugin_utils import inventory_checks as ic
+from ansible_collections.cps.gpu_cluster.plugins.plugin_utils import jupyterhub as jh
+from ansible_collections.cps.gpu_cluster.plugins.plugin_utils import k3s, k3s_hardening, verify, vllm
+from ansible_collections.cps.gpu_cluster.plugins.plugin_utils import k3s_parity as kp
+from ansible_collections.cps.gpu_cluster.plugins.plugin_utils import management as mg
+from ansible_collections.cps.gpu_cluster.plugins.plugin_utils import state_dir as sd
+from ansible_collections.cps.gpu_cluster.plugins.plugin_utils import storage_components as sc
 
 # the inputs the module's own tests use (this directory is on sys.path: pytest's prepend import mode)
 import test_gpu_pools as tg  # isort: skip
@@ -125,8 +126,8 @@ def vllm_judged():
     out = []
     for model in (tv.QWEN, tv.EMBED):
         spec = vllm.vllm_spec(model)
-        for check in vllm.endpoint_checks(spec):
-            out.append([model["name"], check["check"], [outcome(vllm.judge, check, spec, status, text)
+        for check in vllm_endpoint.endpoint_checks(spec):
+            out.append([model["name"], check["check"], [outcome(vllm_endpoint.judge, check, spec, status, text)
                                                         for status, text in answers]])
     return out
 
@@ -228,12 +229,12 @@ CASES = {
         "version_problem": lambda: [[c, w, outcome(k3s.version_problem, c, w), outcome(k3s.version_problem, c, w, True, True)]
                                     for c, w in VERSION_STEPS],
         "token_plan": lambda: [
-            outcome(k3s.token_plan, "K10" + "a" * 64 + "::server:stored-secret-0123", "other-secret-0123456789"),
-            outcome(k3s.token_plan, None, "short"),
-            outcome(k3s.token_plan, None, None, None, True),
-            outcome(k3s.token_plan, "stored-secret-0123456789 ", "K10" + "b" * 64 + "::server:stored-secret-0123456789"),
-            outcome(k3s.token_plan, None, " given-secret-0123456789\n", None, True),
-            outcome(k3s.token_plan, None, None, "running-secret-0123456789\n", True),
+            outcome(k3s_token.token_plan, "K10" + "a" * 64 + "::server:stored-secret-0123", "other-secret-0123456789"),
+            outcome(k3s_token.token_plan, None, "short"),
+            outcome(k3s_token.token_plan, None, None, None, True),
+            outcome(k3s_token.token_plan, "stored-secret-0123456789 ", "K10" + "b" * 64 + "::server:stored-secret-0123456789"),
+            outcome(k3s_token.token_plan, None, " given-secret-0123456789\n", None, True),
+            outcome(k3s_token.token_plan, None, None, "running-secret-0123456789\n", True),
         ],
         "node_config_first_server_cis": lambda: k3s.node_config(
             "server", cluster_init=True, node_name="cp1", labels=["gpu-class=a100"], taints=["dedicated=infra:NoSchedule"],
@@ -276,10 +277,10 @@ CASES = {
     },
     "judges": {
         "vllm_judge": vllm_judged,
-        "vllm_verify_rows": lambda: vllm.verify_rows(vllm.vllm_spec(tv.QWEN), [
+        "vllm_verify_rows": lambda: vllm_endpoint.verify_rows(vllm.vllm_spec(tv.QWEN), [
             {"check": "models", "status": 200, "text": tv.MODELS_OK[1], "seconds": 0.25},
             {"check": "chat", "status": 0, "error": "POST /v1/chat/completions failed: refused", "seconds": 3.0}]),
-        "vllm_verify_rows_not_run": lambda: vllm.verify_rows(vllm.vllm_spec(tv.EMBED), [
+        "vllm_verify_rows_not_run": lambda: vllm_endpoint.verify_rows(vllm.vllm_spec(tv.EMBED), [
             {"check": "models", "status": 503, "text": "loading", "seconds": 30.0}]),
         "hub_judge_pod": lambda: [[outcome(jh.judge_pod, step, pod, ["wk-gpu1"]) for pod in HUB_PODS] for step in HUB_STEPS],
         "hub_judge_nvidia_smi": lambda: [[outcome(jh.judge_nvidia_smi, step, out) for out in SMI_OUTPUTS] for step in HUB_STEPS],
@@ -361,7 +362,7 @@ CASES = {
             [dict(tv.QWEN, cache={"size": "200Gi", "storage_class": "nfs-client"}, hf_token_secret="hf"),
              dict(tv.EMBED, namespace="embed", gpu=2)], POOLS, engine="operator", ingress_class="nginx"),
         "spec_kimi": lambda: vllm.vllm_spec(tv.KIMI),
-        "endpoint_checks": lambda: [vllm.endpoint_checks(vllm.vllm_spec(m)) for m in (tv.QWEN, tv.EMBED)],
+        "endpoint_checks": lambda: [vllm_endpoint.endpoint_checks(vllm.vllm_spec(m)) for m in (tv.QWEN, tv.EMBED)],
     },
     "verify": {
         "plan_jobs": lambda: VERIFY_JOBS,

@@ -1,4 +1,4 @@
-"""The cluster model (module_utils/cluster_model.py) and the scheduling proof (scheduling.py,
+"""The cluster model (plugin_utils/cluster_model.py) and the scheduling proof (scheduling.py,
 cluster_workloads.py) on the reference homelab as ansible-inventory loads it, and on variants where
 a model, a profile or a Job does not fit; the judgement's rules as data tables."""
 
@@ -13,12 +13,11 @@ from pathlib import Path
 
 import pytest
 import yaml
-from ansible_collections.cps.gpu_cluster.plugins.filter.gpu_pool_capacity import FilterModule as PoolFilters
 from ansible_collections.cps.gpu_cluster.plugins.filter.k3s_hardening import FilterModule as HardeningFilters
-from ansible_collections.cps.gpu_cluster.plugins.module_utils import cluster_model as cmod
-from ansible_collections.cps.gpu_cluster.plugins.module_utils import cluster_workloads as cw
-from ansible_collections.cps.gpu_cluster.plugins.module_utils import jupyterhub, vllm
-from ansible_collections.cps.gpu_cluster.plugins.module_utils import scheduling as sch
+from ansible_collections.cps.gpu_cluster.plugins.plugin_utils import cluster_model as cmod
+from ansible_collections.cps.gpu_cluster.plugins.plugin_utils import cluster_workloads as cw
+from ansible_collections.cps.gpu_cluster.plugins.plugin_utils import gpu_pools, jupyterhub, vllm
+from ansible_collections.cps.gpu_cluster.plugins.plugin_utils import scheduling as sch
 
 REPO = Path(__file__).resolve().parents[4]
 HOMELAB = REPO / "inventories" / "homelab"
@@ -238,7 +237,7 @@ def test_the_homelab_admission_configuration_refuses_a_namespace_without_a_grant
     admission = yaml.safe_load(yaml.safe_dump(admission))  # as the server reads the file
     limited = next(p for p in admission["plugins"] if p["name"] == "ResourceQuota")["configuration"]["limitedResources"]
     workers = dict((h, hostvars[h]) for h in groups["gpu_workers"])
-    quotas = PoolFilters().filters()["gpu_pool_quotas"](hostvars["wk-gpu4"]["gpu_cluster_gpu_pools"], workers)
+    quotas = gpu_pools.resource_quotas(hostvars["wk-gpu4"]["gpu_cluster_gpu_pools"], workers)
     plan = cw._verify_plan(groups, hostvars, model)
     quotas += cw.verify_quotas(model, plan)
     mig = sch.pod_requests(MIG_POD)

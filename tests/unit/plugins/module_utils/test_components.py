@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import pytest
-from ansible_collections.cps.gpu_cluster.plugins.module_utils import components as c
+from ansible_collections.cps.gpu_cluster.plugins.plugin_utils import components as c
 
 CHART_COMPONENT = {
     "name": "gpu-operator",

@@ -9,7 +9,7 @@ import json
 from pathlib import Path
 
 import pytest
-from ansible_collections.cps.gpu_cluster.plugins.module_utils import cluster_model, components, gpu_driver
+from ansible_collections.cps.gpu_cluster.plugins.plugin_utils import cluster_model, components, gpu_driver
 
 FIXTURES = Path(__file__).resolve().parents[3] / "fixtures"
 T4_NODE = json.loads((FIXTURES / "k8s-node" / "node__tesla-t4-x2__gpu-operator.json").read_text())

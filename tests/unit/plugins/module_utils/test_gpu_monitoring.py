@@ -9,7 +9,7 @@ from pathlib import Path
 
 import pytest
 import yaml
-from ansible_collections.cps.gpu_cluster.plugins.module_utils import gpu_monitoring as gm
+from ansible_collections.cps.gpu_cluster.plugins.plugin_utils import gpu_monitoring as gm
 
 promql_parser = pytest.importorskip("promql_parser")
 

@@ -10,8 +10,8 @@ from pathlib import Path
 import jsonschema
 import pytest
 import yaml
-from ansible_collections.cps.gpu_cluster.plugins.module_utils import gpu_pools as gp
-from ansible_collections.cps.gpu_cluster.plugins.module_utils.mig_parted_config import DEFAULT_MIG_PARTED_CONFIGMAP
+from ansible_collections.cps.gpu_cluster.plugins.plugin_utils import gpu_pools as gp
+from ansible_collections.cps.gpu_cluster.plugins.plugin_utils.mig_parted_config import DEFAULT_MIG_PARTED_CONFIGMAP
 
 FIXTURES = Path(__file__).resolve().parents[3] / "fixtures"
 A100_40 = "NVIDIA A100-PCIE-40GB"

@@ -1,4 +1,4 @@
-"""Preflight's rules for classes of input (module_utils/input_checks.py, issue 27): each rule as a
+"""Preflight's rules for classes of input (plugin_utils/input_checks.py, issue 27): each rule as a
 data table, and each on the reference homelab through inventory_problems, where every one of these
 bad values was accepted before (issue 27's held-out inventories: copied values, typos, values
 pasted with a newline)."""
@@ -8,8 +8,8 @@ from __future__ import annotations
 import copy
 
 import pytest
-from ansible_collections.cps.gpu_cluster.plugins.module_utils import input_checks as ic
-from ansible_collections.cps.gpu_cluster.plugins.module_utils import inventory_checks
+from ansible_collections.cps.gpu_cluster.plugins.plugin_utils import input_checks as ic
+from ansible_collections.cps.gpu_cluster.plugins.plugin_utils import inventory_checks
 from test_cluster_model import HOMELAB, load_inventory
 
 

@@ -8,8 +8,8 @@ from pathlib import Path
 
 import pytest
 import yaml
-from ansible_collections.cps.gpu_cluster.plugins.module_utils import cluster_model, components
-from ansible_collections.cps.gpu_cluster.plugins.module_utils import inventory_checks as ic
+from ansible_collections.cps.gpu_cluster.plugins.plugin_utils import cluster_model, components
+from ansible_collections.cps.gpu_cluster.plugins.plugin_utils import inventory_checks as ic
 
 CLUSTER_VARS = {
     "gpu_cluster_name": "homelab",

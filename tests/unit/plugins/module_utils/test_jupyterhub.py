@@ -9,7 +9,7 @@ import shlex
 
 import nativeauthenticator
 import pytest
-from ansible_collections.cps.gpu_cluster.plugins.module_utils import jupyterhub as j
+from ansible_collections.cps.gpu_cluster.plugins.plugin_utils import jupyterhub as j
 from jupyterhub import orm
 from nativeauthenticator.orm import UserInfo
 from traitlets.config import Config

@@ -3,21 +3,22 @@
 from __future__ import annotations
 
 import pytest
-from ansible_collections.cps.gpu_cluster.plugins.module_utils import k3s
+from ansible_collections.cps.gpu_cluster.plugins.module_utils import k3s_token
+from ansible_collections.cps.gpu_cluster.plugins.plugin_utils import k3s
 
 
 def test_generated_tokens_are_random_and_safe():
-    tokens = {k3s.generate_token() for _index in range(200)}
+    tokens = {k3s_token.generate_token() for _index in range(200)}
     assert len(tokens) == 200
     for token in tokens:
         assert len(token) == 64
         assert "%" not in token
-        assert k3s.token_problem(token) == ""
+        assert k3s_token.token_problem(token) == ""
 
 
 def test_generate_token_refuses_short_entropy():
     with pytest.raises(ValueError):
-        k3s.generate_token(8)
+        k3s_token.generate_token(8)
 
 
 @pytest.mark.parametrize("token, fragment", [
@@ -30,7 +31,7 @@ def test_generate_token_refuses_short_entropy():
     (None, "empty"),
 ])
 def test_unsafe_tokens_are_named(token, fragment):
-    assert fragment in k3s.token_problem(token)
+    assert fragment in k3s_token.token_problem(token)
 
 
 BASE = dict(node_ip="10.0.0.11", flannel_iface="ens18", tls_san=["10.0.0.100", "cp1", "10.0.0.11", "cp1"],
@@ -248,25 +249,25 @@ def test_current_version_prefers_what_the_node_runs():
 
 
 def test_full_token_form_is_accepted_and_has_a_secret():
-    assert k3s.token_problem(FULL) == ""
-    assert k3s.token_problem(FULL + "\n") == ""
-    assert k3s.token_problem("K10zz::server:x") != ""
-    assert k3s.token_secret(FULL) == "cluster-secret-0123456789"
-    assert k3s.token_secret(" short-token-0123456789\n") == "short-token-0123456789"
+    assert k3s_token.token_problem(FULL) == ""
+    assert k3s_token.token_problem(FULL + "\n") == ""
+    assert k3s_token.token_problem("K10zz::server:x") != ""
+    assert k3s_token.token_secret(FULL) == "cluster-secret-0123456789"
+    assert k3s_token.token_secret(" short-token-0123456789\n") == "short-token-0123456789"
 
 
 def test_token_plan():
     # generated once, then kept
-    token, generated = k3s.token_plan(None)
+    token, generated = k3s_token.token_plan(None)
     assert generated and len(token) == 64
-    assert k3s.token_plan(token + "\n") == (token, False)
+    assert k3s_token.token_plan(token + "\n") == (token, False)
     # given: written; whitespace ignored
-    assert k3s.token_plan(None, " given-token-0123456789\n") == ("given-token-0123456789", False)
-    assert k3s.token_plan("given-token-0123456789", "given-token-0123456789\n") == ("given-token-0123456789", False)
+    assert k3s_token.token_plan(None, " given-token-0123456789\n") == ("given-token-0123456789", False)
+    assert k3s_token.token_plan("given-token-0123456789", "given-token-0123456789\n") == ("given-token-0123456789", False)
     # same secret in the full form: kept as stored
-    assert k3s.token_plan("cluster-secret-0123456789", FULL) == ("cluster-secret-0123456789", False)
+    assert k3s_token.token_plan("cluster-secret-0123456789", FULL) == ("cluster-secret-0123456789", False)
     # recovered from the running server
-    assert k3s.token_plan(None, None, FULL + "\n", initialised=True) == (FULL, False)
+    assert k3s_token.token_plan(None, None, FULL + "\n", initialised=True) == (FULL, False)
 
 
 @pytest.mark.parametrize("stored, given, running", [
@@ -276,16 +277,16 @@ def test_token_plan():
 ])
 def test_token_plan_refuses_a_changed_token(stored, given, running):
     with pytest.raises(ValueError) as info:
-        k3s.token_plan(stored, given, running, initialised=True)
+        k3s_token.token_plan(stored, given, running, initialised=True)
     assert "k3s token rotate" in str(info.value) and "k3s_token" in str(info.value)
     assert "brand-value" not in str(info.value) and "another-secret" not in str(info.value)
 
 
 def test_token_plan_refuses_to_generate_for_an_initialised_cluster():
     with pytest.raises(ValueError, match="already initialised"):
-        k3s.token_plan(None, None, None, initialised=True)
+        k3s_token.token_plan(None, None, None, initialised=True)
     with pytest.raises(ValueError, match="k3s_token"):
-        k3s.token_plan(None, "with%percent0123456789")
+        k3s_token.token_plan(None, "with%percent0123456789")
 
 
 SERVERS = ["cp1", "cp2", "cp3"]

@@ -9,7 +9,7 @@ from pathlib import Path
 import jsonschema
 import pytest
 import yaml
-from ansible_collections.cps.gpu_cluster.plugins.module_utils import k3s, k3s_hardening
+from ansible_collections.cps.gpu_cluster.plugins.plugin_utils import k3s, k3s_hardening
 
 REPO = Path(__file__).resolve().parents[4]
 SCHEMAS = REPO / "tests" / "fixtures" / "k3s"

@@ -8,8 +8,8 @@ from pathlib import Path
 
 import pytest
 import yaml
-from ansible_collections.cps.gpu_cluster.plugins.module_utils import k3s_parity as kp
-from ansible_collections.cps.gpu_cluster.plugins.module_utils.inventory_checks import inventory_problems
+from ansible_collections.cps.gpu_cluster.plugins.plugin_utils import k3s_parity as kp
+from ansible_collections.cps.gpu_cluster.plugins.plugin_utils.inventory_checks import inventory_problems
 
 FIXTURES = Path(__file__).resolve().parents[3] / "fixtures" / "kubeconfig"
 

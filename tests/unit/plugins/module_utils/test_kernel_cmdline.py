@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import pytest
-from ansible_collections.cps.gpu_cluster.plugins.module_utils import kernel_cmdline as kc
+from ansible_collections.cps.gpu_cluster.plugins.plugin_utils import kernel_cmdline as kc
 
 
 @pytest.mark.parametrize(("current", "desired", "expected"), [

@@ -5,7 +5,7 @@ from __future__ import annotations
 import base64
 
 import pytest
-from ansible_collections.cps.gpu_cluster.plugins.module_utils import management as m
+from ansible_collections.cps.gpu_cluster.plugins.plugin_utils import management as m
 
 SETTINGS = {
     "mode": "rancher",

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import pytest
-from ansible_collections.cps.gpu_cluster.plugins.module_utils import nfs_exports
+from ansible_collections.cps.gpu_cluster.plugins.plugin_utils import nfs_exports
 
 OPTIONS = "rw,sync,no_subtree_check,root_squash,all_squash,anonuid=2049,anongid=2049"
 

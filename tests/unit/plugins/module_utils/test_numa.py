@@ -8,7 +8,7 @@ from pathlib import Path
 
 import pytest
 from ansible_collections.cps.gpu_cluster.plugins.module_utils import numa, pci_sysfs
-from ansible_collections.cps.gpu_cluster.plugins.module_utils.kernel_cmdline import iommu_args, merge_cmdline
+from ansible_collections.cps.gpu_cluster.plugins.plugin_utils.kernel_cmdline import iommu_args, merge_cmdline
 
 FIXTURES = Path(__file__).resolve().parents[3] / "fixtures" / "numa"
 TWO = FIXTURES / "two-socket-xeon-gold-6248r-8gpu"

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import pytest
-from ansible_collections.cps.gpu_cluster.plugins.module_utils import phase
+from ansible_collections.cps.gpu_cluster.plugins.plugin_utils import phase
 
 
 @pytest.mark.parametrize("reason, lab, switched_off, status", [

@@ -5,7 +5,7 @@ from __future__ import annotations
 import os
 
 import pytest
-from ansible_collections.cps.gpu_cluster.plugins.module_utils import state_dir as sd
+from ansible_collections.cps.gpu_cluster.plugins.plugin_utils import state_dir as sd
 
 
 def test_default_is_beside_a_directory_inventory(tmp_path):

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import json
 
-from ansible_collections.cps.gpu_cluster.plugins.module_utils import storage_components as s
+from ansible_collections.cps.gpu_cluster.plugins.plugin_utils import storage_components as s
 
 
 def test_nfs_values_make_nfs_client_the_default():

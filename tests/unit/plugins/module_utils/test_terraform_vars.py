@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import pytest
-from ansible_collections.cps.gpu_cluster.plugins.module_utils.terraform_vars import shared_variables, terraform_vars
+from ansible_collections.cps.gpu_cluster.plugins.plugin_utils.terraform_vars import shared_variables, terraform_vars
 
 ALL = {"gpu_cluster_name": "c", "gpu_cluster_node_network": "10.1.0.0/24", "gpu_cluster_gateway": "10.1.0.1",
        "gpu_cluster_dns_servers": ["10.1.0.1"], "gpu_cluster_k3s_version": "v1.33.5+k3s1"}

@@ -1,4 +1,4 @@
-"""module_utils/verify.py: every check's PASS, FAIL and SKIPPED / NOT VERIFIED as data tables, the GPU
+"""plugin_utils/verify.py: every check's PASS, FAIL and SKIPPED / NOT VERIFIED as data tables, the GPU
 performance verdict on the H100 reference numbers (tests/fixtures/gpu_probe/, origin in SOURCES.md),
 the Job plan built from the render tier's smoke pod, and the report's result."""
 
@@ -9,7 +9,7 @@ import json
 from pathlib import Path
 
 import pytest
-from ansible_collections.cps.gpu_cluster.plugins.module_utils import components, verify
+from ansible_collections.cps.gpu_cluster.plugins.plugin_utils import components, verify
 
 FIXTURES = Path(__file__).resolve().parents[3] / "fixtures" / "gpu_probe"
 H100 = json.loads((FIXTURES / "h100-sxm-reference.json").read_text())

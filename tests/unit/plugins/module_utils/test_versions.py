@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import pytest
-from ansible_collections.cps.gpu_cluster.plugins.module_utils import versions as v
+from ansible_collections.cps.gpu_cluster.plugins.plugin_utils import versions as v
 
 GOOD = """---
 # header comment

@@ -8,8 +8,9 @@ from pathlib import Path
 
 import pytest
 import yaml
-from ansible_collections.cps.gpu_cluster.plugins.module_utils import components as c
-from ansible_collections.cps.gpu_cluster.plugins.module_utils import vllm as v
+from ansible_collections.cps.gpu_cluster.plugins.module_utils import vllm_endpoint
+from ansible_collections.cps.gpu_cluster.plugins.plugin_utils import components as c
+from ansible_collections.cps.gpu_cluster.plugins.plugin_utils import vllm as v
 
 FIXTURES = Path(__file__).resolve().parents[3] / "fixtures" / "llm"
 
@@ -471,7 +472,7 @@ CHAT_OK = (200, json.dumps({"choices": [{"message": {"content": "ready"}}], "usa
 def test_chat_model_passes_both_checks():
     spec = v.vllm_spec(QWEN)
     request, calls = _fake({"/v1/models": MODELS_OK, "/v1/chat/completions": CHAT_OK})
-    rows = v.verify_rows(spec, v.run_checks(request, spec))
+    rows = vllm_endpoint.verify_rows(spec, vllm_endpoint.run_checks(request, spec))
     assert [r["status"] for r in rows] == ["PASS", "PASS"]
     assert rows[0]["part"] == "llm qwen GET /v1/models"
     assert rows[1]["part"] == "llm qwen POST /v1/chat/completions"
@@ -484,7 +485,7 @@ def test_embedding_model_uses_embeddings():
     models = (200, json.dumps({"data": [{"id": "BAAI/bge-base-en-v1.5"}]}))
     vector = (200, json.dumps({"data": [{"embedding": [0.1] * 768}]}))
     request, calls = _fake({"/v1/models": models, "/v1/embeddings": vector})
-    rows = v.verify_rows(spec, v.run_checks(request, spec))
+    rows = vllm_endpoint.verify_rows(spec, vllm_endpoint.run_checks(request, spec))
     assert [c[1] for c in calls] == ["/v1/models", "/v1/embeddings"]
     assert rows[1]["status"] == "PASS" and "768-dimensional" in rows[1]["detail"]
 
@@ -494,7 +495,7 @@ def test_waits_for_a_loading_model():
     clock = Clock()
     request, calls = _fake({"/v1/models": [(503, "loading"), (503, "loading"), MODELS_OK],
                             "/v1/chat/completions": CHAT_OK})
-    results = v.run_checks(request, spec, wait_timeout=60, sleep=10, clock=clock, pause=clock.sleep)
+    results = vllm_endpoint.run_checks(request, spec, wait_timeout=60, sleep=10, clock=clock, pause=clock.sleep)
     assert [r["status"] for r in results] == [200, 200]
     assert len(calls) == 4
 
@@ -503,7 +504,7 @@ def test_gives_up_after_the_timeout():
     spec = v.vllm_spec(QWEN)
     clock = Clock()
     request, _calls = _fake({"/v1/models": (503, "loading")})
-    rows = v.verify_rows(spec, v.run_checks(request, spec, wait_timeout=30, sleep=10, clock=clock, pause=clock.sleep))
+    rows = vllm_endpoint.verify_rows(spec, vllm_endpoint.run_checks(request, spec, wait_timeout=30, sleep=10, clock=clock, pause=clock.sleep))
     assert rows[0]["status"] == "FAIL" and "HTTP 503 from /v1/models: loading" in rows[0]["detail"]
     assert rows[1] == {"part": "llm qwen POST /v1/chat/completions", "status": "FAIL",
                        "detail": "not run: an earlier request failed"}
@@ -519,7 +520,7 @@ def test_gives_up_after_the_timeout():
 def test_failures_say_what_failed(models, chat, detail):
     spec = v.vllm_spec(QWEN)
     request, _calls = _fake({"/v1/models": models, "/v1/chat/completions": chat})
-    rows = v.verify_rows(spec, v.run_checks(request, spec))
+    rows = vllm_endpoint.verify_rows(spec, vllm_endpoint.run_checks(request, spec))
     assert any(r["status"] == "FAIL" and detail in r["detail"] for r in rows), rows
 
 
@@ -527,7 +528,7 @@ def test_reasoning_models_count_reasoning_tokens():
     spec = v.vllm_spec(KIMI)
     answer = json.dumps({"choices": [{"message": {"content": None, "reasoning_content": "thinking"}}],
                          "usage": {"completion_tokens": 16}})
-    passed, detail = v.judge(v.endpoint_checks(spec)[1], spec, 200, answer)
+    passed, detail = vllm_endpoint.judge(vllm_endpoint.endpoint_checks(spec)[1], spec, 200, answer)
     assert passed and "thinking" in detail
 
 

@@ -12,8 +12,9 @@ import sys
 import threading
 
 import pytest
-from ansible_collections.cps.gpu_cluster.plugins.module_utils import vllm
+from ansible_collections.cps.gpu_cluster.plugins.module_utils import vllm_endpoint
 from ansible_collections.cps.gpu_cluster.plugins.modules import vllm_endpoint_check as mod
+from ansible_collections.cps.gpu_cluster.plugins.plugin_utils import vllm
 from kubernetes.client.exceptions import ApiException
 
 
@@ -45,7 +46,7 @@ def test_requests_use_the_service_proxy_and_give_rows():
         BASE + "/v1/models": Response(200, {"data": [{"id": "BAAI/bge-base-en-v1.5"}]}),
         BASE + "/v1/embeddings": Response(200, {"data": [{"embedding": [0.5, 0.25]}]}),
     })
-    rows = vllm.verify_rows(SPEC, vllm.run_checks(mod._requester(api, SPEC, 30), SPEC))
+    rows = vllm_endpoint.verify_rows(SPEC, vllm_endpoint.run_checks(mod._requester(api, SPEC, 30), SPEC))
     assert [r["status"] for r in rows] == ["PASS", "PASS"]
     assert [(c[0], c[1]) for c in api.calls] == [(BASE + "/v1/models", "GET"), (BASE + "/v1/embeddings", "POST")]
     assert api.calls[1][2]["body"] == {"model": "BAAI/bge-base-en-v1.5", "input": "cps.gpu_cluster verify"}
@@ -56,7 +57,7 @@ def test_http_errors_reach_the_judge():
     error = ApiException(status=503, reason="Service Unavailable")
     error.body = b"no endpoints available for service"
     api = FakeApiClient({BASE + "/v1/models": error})
-    rows = vllm.verify_rows(SPEC, vllm.run_checks(mod._requester(api, SPEC, 30), SPEC))
+    rows = vllm_endpoint.verify_rows(SPEC, vllm_endpoint.run_checks(mod._requester(api, SPEC, 30), SPEC))
     assert rows[0]["status"] == "FAIL"
     assert "HTTP 503 from /v1/models: no endpoints available for service" in rows[0]["detail"]
 
@@ -141,7 +142,7 @@ def _in_pod(port, key):
 def test_a_keyed_model_is_asked_from_inside_its_pod_with_its_key(vllm_on_localhost):
     core = FakeCoreApi([_Pod("qwen-0", "Pending"), _Pod("qwen-1", "Running")])
     stream, calls = _in_pod(vllm_on_localhost, KEY)
-    rows = vllm.verify_rows(KEYED, vllm.run_checks(mod._exec_requester(core, stream, KEYED, 30), KEYED))
+    rows = vllm_endpoint.verify_rows(KEYED, vllm_endpoint.run_checks(mod._exec_requester(core, stream, KEYED, 30), KEYED))
     assert [r["status"] for r in rows] == ["PASS", "PASS"], rows
     assert core.selectors[0] == ("llm", "app.kubernetes.io/name=qwen,app.kubernetes.io/component=llm")
     assert [c[0] for c in calls] == ["qwen-1", "qwen-1"] and calls[0][2]["container"] == "vllm"
@@ -152,11 +153,11 @@ def test_a_keyed_model_is_asked_from_inside_its_pod_with_its_key(vllm_on_localho
 def test_without_the_key_the_model_refuses(vllm_on_localhost):
     stream, _calls = _in_pod(vllm_on_localhost, "")
     core = FakeCoreApi([_Pod("qwen-1", "Running")])
-    rows = vllm.verify_rows(KEYED, vllm.run_checks(mod._exec_requester(core, stream, KEYED, 30), KEYED))
+    rows = vllm_endpoint.verify_rows(KEYED, vllm_endpoint.run_checks(mod._exec_requester(core, stream, KEYED, 30), KEYED))
     assert rows[0]["status"] == "FAIL" and "HTTP 401 from /v1/models" in rows[0]["detail"]
 
 
 def test_no_running_pod_is_a_failed_row():
     core = FakeCoreApi([_Pod("qwen-0", "Pending")])
-    rows = vllm.verify_rows(KEYED, vllm.run_checks(mod._exec_requester(core, None, KEYED, 30), KEYED))
+    rows = vllm_endpoint.verify_rows(KEYED, vllm_endpoint.run_checks(mod._exec_requester(core, None, KEYED, 30), KEYED))
     assert rows[0]["status"] == "FAIL" and "no running pod of qwen in namespace llm" in rows[0]["detail"]

@@ -15,8 +15,8 @@ __metaclass__ = type
 import os
 import re
 
-from ansible_collections.cps.gpu_cluster.plugins.module_utils.components import GPU_OPERATOR_SUPPORTED_VERSIONS
-from ansible_collections.cps.gpu_cluster.plugins.module_utils import gpu_driver
+from ansible_collections.cps.gpu_cluster.plugins.plugin_utils.components import GPU_OPERATOR_SUPPORTED_VERSIONS
+from ansible_collections.cps.gpu_cluster.plugins.plugin_utils import gpu_driver
 
 COLLECTION_ROOT = os.path.abspath(os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", ".."))
 VERSIONS_FILE = os.path.join(COLLECTION_ROOT, "versions.yml")

@@ -27,7 +27,7 @@ import base64
 import copy
 import re
 
-from ansible_collections.cps.gpu_cluster.plugins.module_utils import input_checks
+from ansible_collections.cps.gpu_cluster.plugins.plugin_utils import input_checks
 
 BUNDLE_LABEL = "gpu-cluster.cps/bundle"
 CLUSTER_LABEL = "gpu-cluster.cps/cluster"

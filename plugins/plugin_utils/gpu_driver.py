@@ -10,7 +10,7 @@ __metaclass__ = type
 
 import re
 
-from ansible_collections.cps.gpu_cluster.plugins.module_utils import cluster_model, node_vars
+from ansible_collections.cps.gpu_cluster.plugins.plugin_utils import cluster_model, node_vars
 
 # Pascal and Volta GPUs (P100, P40, P4, V100, TITAN V, Quadro GP100/GV100): NVIDIA's R580 driver
 # branch is the last that supports them (R580 release notes: "the last driver branch to support

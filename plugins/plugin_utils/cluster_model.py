@@ -16,7 +16,7 @@ Building the model is linear in the number of hosts.
 from __future__ import (absolute_import, division, print_function)
 __metaclass__ = type
 
-from ansible_collections.cps.gpu_cluster.plugins.module_utils import gpu_pools, node_vars
+from ansible_collections.cps.gpu_cluster.plugins.plugin_utils import gpu_pools, node_vars
 
 SERVERS = "k3s_servers"
 AGENTS = "k3s_agents"
@@ -29,7 +29,7 @@ APP_NODES = "app_nodes"
 GPU_LABELS = ("gpu=true",)
 GPU_TAINTS = ("nvidia.com/gpu=true:NoSchedule",)
 # A GPU worker with gpu_cluster_gpu_driver_on_host: true: the GPU Operator's per-node switch for its
-# containerised driver (GPU Operator docs, "Disabling an operand on a node"; module_utils/gpu_driver.py).
+# containerised driver (GPU Operator docs, "Disabling an operand on a node"; plugin_utils/gpu_driver.py).
 HOST_DRIVER_LABEL = "nvidia.com/gpu.deploy.driver=false"
 # Role labels the kubelet may not set itself: applied through the API after join (k3s_node_api_labels).
 GPU_API_LABELS = ("node-role.kubernetes.io/gpu=true",)
@@ -66,7 +66,7 @@ DEFAULT_PODS = 110
 HARD_EFFECTS = ("NoSchedule", "NoExecute")
 
 
-# The readers of a host's variables (module_utils/node_vars.py), part of the model's interface.
+# The readers of a host's variables (plugin_utils/node_vars.py), part of the model's interface.
 as_int = node_vars.as_int
 is_int = node_vars.is_int
 node_name = node_vars.node_name

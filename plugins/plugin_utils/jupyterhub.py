@@ -29,8 +29,8 @@ try:
 except ImportError:  # pragma: no cover
     from pipes import quote as _quote  # pylint: disable=deprecated-module
 
-from ansible_collections.cps.gpu_cluster.plugins.module_utils import cluster_model, ingress_tls, node_vars
-from ansible_collections.cps.gpu_cluster.plugins.module_utils.gpu_pools import pool_resource
+from ansible_collections.cps.gpu_cluster.plugins.plugin_utils import cluster_model, ingress_tls, node_vars
+from ansible_collections.cps.gpu_cluster.plugins.plugin_utils.gpu_pools import pool_resource
 
 DNS_LABEL = re.compile(r"^[a-z0-9]([-a-z0-9]{0,61}[a-z0-9])?\Z")
 DNS_NAME = re.compile(r"^(?=.{1,253}\Z)[a-z0-9]([-a-z0-9]{0,61}[a-z0-9])?(\.[a-z0-9]([-a-z0-9]{0,61}[a-z0-9])?)*\Z")
@@ -56,7 +56,7 @@ DEFAULT_GPUS = (0, 1, 2, 4)
 GPU_RESOURCE = "nvidia.com/gpu"
 SHARED_RESOURCE = "nvidia.com/gpu.shared"
 GPU_NODE_SELECTOR = {"gpu": "true"}
-# The node label of a GPU pool (the same label the vLLM models select, module_utils/vllm.py).
+# The node label of a GPU pool (the same label the vLLM models select, plugin_utils/vllm.py).
 POOL_LABEL = "gpu-cluster.cps/gpu-pool"
 GPU_TOLERATION = {"key": "nvidia.com/gpu", "operator": "Exists", "effect": "NoSchedule"}
 # The chart's own user-pod tolerations (scheduling.userPods.tolerations in values.yaml): a profile

@@ -12,7 +12,7 @@ __metaclass__ = type
 
 import re
 
-from ansible_collections.cps.gpu_cluster.plugins.module_utils import node_vars
+from ansible_collections.cps.gpu_cluster.plugins.plugin_utils import node_vars
 
 # exports(5) separates fields by whitespace and a client from its options by "(": a client or an
 # option string with either (or a newline, which starts a new export) would inject an export.

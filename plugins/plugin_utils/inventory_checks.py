@@ -23,19 +23,19 @@ import re
 from ansible.module_utils.common.arg_spec import ArgumentSpecValidator
 from ansible.module_utils.six.moves.urllib.parse import urlsplit
 
-from ansible_collections.cps.gpu_cluster.plugins.module_utils.components import GPU_OPERATOR_SUPPORTED_VERSIONS
-from ansible_collections.cps.gpu_cluster.plugins.module_utils.vllm import llm_problems, llm_warnings
-from ansible_collections.cps.gpu_cluster.plugins.module_utils.gpu_pools import inventory_pool_problems
-from ansible_collections.cps.gpu_cluster.plugins.module_utils.jupyterhub import jupyterhub_problems, jupyterhub_warnings
-from ansible_collections.cps.gpu_cluster.plugins.module_utils.gpu_driver import driver_problems
-from ansible_collections.cps.gpu_cluster.plugins.module_utils.k3s_parity import inventory_problems as k3s_parity_problems
+from ansible_collections.cps.gpu_cluster.plugins.plugin_utils.components import GPU_OPERATOR_SUPPORTED_VERSIONS
+from ansible_collections.cps.gpu_cluster.plugins.plugin_utils.vllm import llm_problems, llm_warnings
+from ansible_collections.cps.gpu_cluster.plugins.plugin_utils.gpu_pools import inventory_pool_problems
+from ansible_collections.cps.gpu_cluster.plugins.plugin_utils.jupyterhub import jupyterhub_problems, jupyterhub_warnings
+from ansible_collections.cps.gpu_cluster.plugins.plugin_utils.gpu_driver import driver_problems
+from ansible_collections.cps.gpu_cluster.plugins.plugin_utils.k3s_parity import inventory_problems as k3s_parity_problems
 from ansible_collections.cps.gpu_cluster.plugins.module_utils.numa import numa_problems
-from ansible_collections.cps.gpu_cluster.plugins.module_utils.management import management_inventory_problems
-from ansible_collections.cps.gpu_cluster.plugins.module_utils.versions import file_problems as versions_file_problems
-from ansible_collections.cps.gpu_cluster.plugins.module_utils.versions import inventory_version_warnings
-from ansible_collections.cps.gpu_cluster.plugins.module_utils.cluster_workloads import schedule_problems
-from ansible_collections.cps.gpu_cluster.plugins.module_utils.k3s import refused_node_labels
-from ansible_collections.cps.gpu_cluster.plugins.module_utils import input_checks, node_vars
+from ansible_collections.cps.gpu_cluster.plugins.plugin_utils.management import management_inventory_problems
+from ansible_collections.cps.gpu_cluster.plugins.plugin_utils.versions import file_problems as versions_file_problems
+from ansible_collections.cps.gpu_cluster.plugins.plugin_utils.versions import inventory_version_warnings
+from ansible_collections.cps.gpu_cluster.plugins.plugin_utils.cluster_workloads import schedule_problems
+from ansible_collections.cps.gpu_cluster.plugins.plugin_utils.k3s import refused_node_labels
+from ansible_collections.cps.gpu_cluster.plugins.plugin_utils import input_checks, node_vars
 
 K3S_MIN_VERSION = (1, 31, 6)
 _NUM = r"(0|[1-9][0-9]*)"
@@ -134,7 +134,7 @@ CLUSTER_VARIABLES = {
     "gpu_cluster_backup_dir": (False, "any_path"),
     "gpu_cluster_pod_security_exempt_namespaces": (False, "dns_label_list"),
     "gpu_cluster_state_dir": (False, "any_path"),
-    # the hub's database, Prometheus and Grafana (module_utils/cluster_model.py STATE_STORAGE_CLASS)
+    # the hub's database, Prometheus and Grafana (plugin_utils/cluster_model.py STATE_STORAGE_CLASS)
     "gpu_cluster_state_storage_class": (False, "state_class"),
     # checked by k3s_parity.inventory_problems; listed here so every host must agree
     "gpu_cluster_http_proxy": (False, "any"),

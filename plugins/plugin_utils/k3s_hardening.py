@@ -16,7 +16,7 @@ __metaclass__ = type
 import copy
 import re
 
-from ansible_collections.cps.gpu_cluster.plugins.module_utils import node_vars
+from ansible_collections.cps.gpu_cluster.plugins.plugin_utils import node_vars
 
 # The kernel parameters the kubelet checks with --protect-kernel-defaults (it exits when one
 # differs): kubelet's setupKernelTunables (pkg/kubelet/cm/container_manager_linux.go) and

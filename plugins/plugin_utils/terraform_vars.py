@@ -13,7 +13,7 @@ __metaclass__ = type
 
 import re
 
-from ansible_collections.cps.gpu_cluster.plugins.module_utils import input_checks, node_vars
+from ansible_collections.cps.gpu_cluster.plugins.plugin_utils import input_checks, node_vars
 
 SCRATCH_BY_ID = re.compile(r"^/dev/disk/by-id/virtio-([A-Za-z0-9_-]{1,20})\Z")
 

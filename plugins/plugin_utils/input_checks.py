@@ -23,8 +23,8 @@ import re
 
 from ansible.module_utils.six.moves.urllib.parse import urlsplit
 
-from ansible_collections.cps.gpu_cluster.plugins.module_utils import node_vars
-from ansible_collections.cps.gpu_cluster.plugins.module_utils.gpu_pools import MODEL_DEVICE_IDS
+from ansible_collections.cps.gpu_cluster.plugins.plugin_utils import node_vars
+from ansible_collections.cps.gpu_cluster.plugins.plugin_utils.gpu_pools import MODEL_DEVICE_IDS
 
 CONTROL_RE = re.compile(r"[\x00-\x1f\x7f]")
 # Variables whose value is PEM text: lines are their form (a trailing newline included).

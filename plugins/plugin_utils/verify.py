@@ -21,7 +21,7 @@ import copy
 import json
 import re
 
-from ansible_collections.cps.gpu_cluster.plugins.module_utils import components, node_vars, phase
+from ansible_collections.cps.gpu_cluster.plugins.plugin_utils import components, node_vars, phase
 
 PASS = "PASS"
 WARN = "WARN"

@@ -51,8 +51,8 @@ except ImportError:  # pragma: no cover - PyYAML ships with ansible-core
     HAS_YAML = False
 
 from ansible_collections.cps.gpu_cluster.plugins.module_utils.gpu_capacity import evaluate
-from ansible_collections.cps.gpu_cluster.plugins.module_utils.mig_parted_config import DEFAULT_MIG_PARTED_CONFIGMAP
-from ansible_collections.cps.gpu_cluster.plugins.module_utils import node_vars
+from ansible_collections.cps.gpu_cluster.plugins.plugin_utils.mig_parted_config import DEFAULT_MIG_PARTED_CONFIGMAP
+from ansible_collections.cps.gpu_cluster.plugins.plugin_utils import node_vars
 
 ALLOCATIONS = ("exclusive", "timeslice", "mig")
 POOL_KEYS = ("name", "nodes", "node_selector", "allocation", "replicas", "mig_profile", "namespaces", "renameByDefault")

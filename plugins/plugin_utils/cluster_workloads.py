@@ -2,7 +2,7 @@
 # Copyright: (c) 2026, cps.gpu_cluster contributors
 # GNU General Public License v3.0+ (see COPYING or https://www.gnu.org/licenses/gpl-3.0.txt)
 """Every workload the collection would create for an inventory, as pod specs, for the scheduling
-proof (module_utils/scheduling.py): the vLLM models' Deployments, every JupyterHub profile's pod as
+proof (plugin_utils/scheduling.py): the vLLM models' Deployments, every JupyterHub profile's pod as
 KubeSpawner builds it, the verify Jobs, the CUDA smoke pod; and the ResourceQuotas of the GPU pools.
 Each builder is the one the roles render with, so the proof judges what is deployed."""
 
@@ -11,8 +11,8 @@ __metaclass__ = type
 
 import copy
 
-from ansible_collections.cps.gpu_cluster.plugins.module_utils import cluster_model, components, gpu_pools, jupyterhub, k3s_hardening
-from ansible_collections.cps.gpu_cluster.plugins.module_utils import scheduling, verify, vllm
+from ansible_collections.cps.gpu_cluster.plugins.plugin_utils import cluster_model, components, gpu_pools, jupyterhub, k3s_hardening
+from ansible_collections.cps.gpu_cluster.plugins.plugin_utils import scheduling, verify, vllm
 
 VERIFY_NAMESPACE = "gpu-cluster-verify"
 # Verify's default images: the proof needs a name, not the pin.

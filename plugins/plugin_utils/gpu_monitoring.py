@@ -15,8 +15,8 @@ __metaclass__ = type
 import json
 import re
 
-from ansible_collections.cps.gpu_cluster.plugins.module_utils import cluster_model
-from ansible_collections.cps.gpu_cluster.plugins.module_utils.gpu_pools import POOL_LABEL, pool_capacity
+from ansible_collections.cps.gpu_cluster.plugins.plugin_utils import cluster_model
+from ansible_collections.cps.gpu_cluster.plugins.plugin_utils.gpu_pools import POOL_LABEL, pool_capacity
 
 RUNBOOK = "https://github.com/cps/gpu_cluster/blob/main/docs/gpu-pools.md#%s"
 ALERTS = ("GPUDriverMissing", "GPUNodeWithoutPool", "GPUPoolCapacityLow", "GPUPoolUsageHigh", "GPUXidErrors",

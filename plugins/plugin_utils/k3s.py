@@ -10,92 +10,9 @@ __metaclass__ = type
 import re
 import secrets
 
-from ansible_collections.cps.gpu_cluster.plugins.module_utils import k3s_hardening
-
-# Characters that survive a systemd EnvironmentFile and the k3s short-token form:
-# no '%' (systemd specifier), no quotes, spaces, '#', '$', '\\' or ':' (the full
-# token form uses '::' as separator).
-TOKEN_SAFE = re.compile(r"^[A-Za-z0-9._-]{16,256}\Z")
-# The secure form k3s writes to /var/lib/rancher/k3s/server/token: K10<sha256 of the
-# cluster CA>::<user>:<secret>. Joining nodes given it verify the CA they talk to.
-TOKEN_FULL = re.compile(r"^K10([0-9a-f]{64})::([a-z]+):([A-Za-z0-9._-]{1,256})\Z")
-TOKEN_BYTES = 32
+from ansible_collections.cps.gpu_cluster.plugins.plugin_utils import k3s_hardening
 
 _VERSION = re.compile(r"^v?(\d+)\.(\d+)\.(\d+)(?:-rc(\d+))?\+k3s(\d+)\Z")
-
-
-def generate_token(nbytes=TOKEN_BYTES):
-    """Return a new cryptographically random short token (hex, 2*nbytes characters)."""
-    if nbytes < 16:
-        raise ValueError("a k3s token needs at least 16 random bytes, got %d" % nbytes)
-    return secrets.token_hex(nbytes)
-
-
-def token_problem(token):
-    """Return why a token is unsafe for a systemd env file, or '' when it is fine.
-
-    Accepts the short form (16-256 characters of A-Za-z0-9._-) and the full form
-    K10<ca-hash>::server:<secret>; surrounding whitespace is ignored.
-    """
-    if not isinstance(token, str) or not token.strip():
-        return "the k3s token is empty"
-    token = token.strip()
-    if TOKEN_FULL.match(token):
-        return ""
-    if "%" in token:
-        return "the k3s token contains '%', which systemd reads as a specifier in env files"
-    if not TOKEN_SAFE.match(token):
-        return ("the k3s token must be 16-256 characters of A-Z a-z 0-9 . _ - "
-                "(the short-token form, safe in systemd env files) or the full form "
-                "K10<ca-hash>::server:<secret> from /var/lib/rancher/k3s/server/token")
-    return ""
-
-
-def token_secret(token):
-    """The secret part of a token: <secret> of K10<hash>::server:<secret>, or the short token."""
-    token = (token or "").strip()
-    match = TOKEN_FULL.match(token)
-    return match.group(3) if match else token
-
-
-def token_plan(stored, given=None, running=None, initialised=False):
-    """Decide the cluster token: returns (token, generated); ValueError says what to change.
-
-    stored: the collection's token file on the token server (None when absent);
-    given: k3s_token (None when unset); running: /var/lib/rancher/k3s/server/token of an
-    initialised server (None when absent); initialised: whether any server already runs a
-    cluster. Once a cluster exists its token never changes here: a k3s_token whose secret
-    differs from the cluster's is refused and the stored token is kept. Surrounding
-    whitespace never counts as a difference.
-    """
-    stored = (stored or "").strip() or None
-    given = (given or "").strip() or None
-    running = (running or "").strip() or None
-    if given is not None:
-        problem = token_problem(given)
-        if problem:
-            raise ValueError("%s: set k3s_token to a safe value or leave it unset" % problem)
-    reference = running or stored
-    if given is not None and reference is not None and token_secret(given) != token_secret(reference):
-        raise ValueError(
-            "k3s_token differs from the token this cluster was initialised with, and a cluster's token "
-            "cannot be changed by editing k3s_token (every node would carry a token the cluster "
-            "rejects); nothing was changed. Remove k3s_token or set it to the current token (sudo cat "
-            "/var/lib/rancher/k3s/server/token on a server). To rotate it: run 'k3s token rotate "
-            "--new-token <new>' on a server, then set k3s_token to the new token and re-run (docs/k3s.md, "
-            "Token rotation).")
-    if stored is not None:
-        return stored, False
-    if given is not None:
-        return given, False
-    if running is not None:
-        return running, False
-    if initialised:
-        raise ValueError(
-            "the cluster is already initialised but no server's token could be read: set k3s_token to "
-            "the cluster's token (sudo cat /var/lib/rancher/k3s/server/token on a server) instead of "
-            "generating a new one")
-    return generate_token(), True
 
 
 def parse_version(version):
