@@ -69,7 +69,7 @@ def test_reference_inventory_pins_what_the_versions_file_pins():
 ])
 def test_roles_read_their_pins_from_the_versions_file(path, variable, key):
     value = yaml.safe_load((REPO / path).read_text())[variable]
-    assert f"'{key}' | cps.gpu_cluster.pinned" in value
+    assert f"lookup('cps.gpu_cluster.pinned', '{key}')" in value
 
 
 def test_verify_images_are_the_versions_file_pins():
