@@ -52,6 +52,8 @@ options:
     default: true
 notes:
   - Supports check mode and diff mode.
+extends_documentation_fragment:
+  - cps.gpu_cluster.attributes
 attributes:
   check_mode:
     support: full

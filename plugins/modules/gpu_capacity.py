@@ -64,24 +64,9 @@ options:
     description: Seconds between listings while waiting.
     type: int
     default: 10
-  kubeconfig:
-    description:
-      - Path of a kubeconfig file. Defaults to C(K8S_AUTH_KUBECONFIG), then the client's default
-        (C(KUBECONFIG), C(~/.kube/config)).
-    type: path
-  context:
-    description: The kubeconfig context to use (C(K8S_AUTH_CONTEXT)).
-    type: str
-  host:
-    description: URL of the API server, instead of a kubeconfig (C(K8S_AUTH_HOST)).
-    type: str
-  api_key:
-    description: Bearer token for C(host) (C(K8S_AUTH_API_KEY)).
-    type: str
-  validate_certs:
-    description: Verify the API server's certificate (C(K8S_AUTH_VERIFY_SSL)).
-    type: bool
-    default: true
+extends_documentation_fragment:
+  - cps.gpu_cluster.kubernetes
+  - cps.gpu_cluster.attributes.read_only
 requirements:
   - kubernetes (Python library), only when C(nodes) is omitted
 author:
@@ -99,12 +84,6 @@ notes:
     shortfall.
   - Cost is linear in the number of nodes; 5,000 nodes evaluate in well under a second (docs/verify.md).
 attributes:
-  check_mode:
-    support: full
-    description: Read-only, it reports what it finds and never changes anything (C(changed) is always false).
-  diff_mode:
-    support: N/A
-    description: Changes nothing, so there is nothing to diff.
   platform:
     support: full
     platforms: posix
@@ -204,7 +183,7 @@ import json
 import time
 import traceback
 
-from ansible.module_utils.basic import AnsibleModule, env_fallback, missing_required_lib
+from ansible.module_utils.basic import AnsibleModule, missing_required_lib
 
 from ansible_collections.cps.gpu_cluster.plugins.module_utils.gpu_capacity import (
     MalformedNodeError,
@@ -213,6 +192,7 @@ from ansible_collections.cps.gpu_cluster.plugins.module_utils.gpu_capacity impor
     matches_selector,
     validate_expected,
 )
+from ansible_collections.cps.gpu_cluster.plugins.module_utils.k8s_connection import api_client, argument_spec
 
 try:
     from kubernetes import client as k8s_client
@@ -226,18 +206,7 @@ else:
 
 
 def _api(params):
-    if params["host"]:
-        configuration = k8s_client.Configuration()
-        configuration.host = params["host"]
-        configuration.verify_ssl = params["validate_certs"]
-        if params["api_key"]:
-            configuration.api_key = {"authorization": "Bearer " + params["api_key"]}
-        return k8s_client.CoreV1Api(k8s_client.ApiClient(configuration))
-    configuration = k8s_client.Configuration()
-    k8s_config.load_kube_config(config_file=params["kubeconfig"], context=params["context"],
-                                client_configuration=configuration)
-    configuration.verify_ssl = params["validate_certs"] and configuration.verify_ssl
-    return k8s_client.CoreV1Api(k8s_client.ApiClient(configuration))
+    return k8s_client.CoreV1Api(api_client(params, k8s_client, k8s_config))
 
 
 def _lister(api, label_selector):
@@ -254,7 +223,7 @@ def _lister(api, label_selector):
 
 def main():
     module = AnsibleModule(
-        argument_spec=dict(
+        argument_spec=argument_spec(
             nodes=dict(type="list", elements="dict"),
             label_selector=dict(type="str"),
             resources=dict(type="list", elements="str"),
@@ -263,11 +232,6 @@ def main():
             wait=dict(type="bool", default=False),
             wait_timeout=dict(type="int", default=600),
             wait_sleep=dict(type="int", default=10),
-            kubeconfig=dict(type="path", fallback=(env_fallback, ["K8S_AUTH_KUBECONFIG"])),
-            context=dict(type="str", fallback=(env_fallback, ["K8S_AUTH_CONTEXT"])),
-            host=dict(type="str", fallback=(env_fallback, ["K8S_AUTH_HOST"])),
-            api_key=dict(type="str", no_log=True, fallback=(env_fallback, ["K8S_AUTH_API_KEY"])),
-            validate_certs=dict(type="bool", default=True, fallback=(env_fallback, ["K8S_AUTH_VERIFY_SSL"])),
         ),
         supports_check_mode=True,
     )

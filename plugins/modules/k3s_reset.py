@@ -52,6 +52,8 @@ options:
     default: this node
 notes:
   - Supports check mode (reports what would be killed, unmounted and removed).
+extends_documentation_fragment:
+  - cps.gpu_cluster.attributes
 attributes:
   check_mode:
     support: full

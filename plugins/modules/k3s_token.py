@@ -51,6 +51,8 @@ options:
     default: /var/lib/rancher/k3s/server/token
 notes:
   - Supports check mode.
+extends_documentation_fragment:
+  - cps.gpu_cluster.attributes
 attributes:
   check_mode:
     support: full

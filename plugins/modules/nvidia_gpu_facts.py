@@ -37,13 +37,9 @@ notes:
   - nvidia-smi's C(N/A) values are returned as null.
   - nvidia-smi exiting 6 (C(No devices were found)) is reported as zero GPUs, not as a failure.
   - Output that is not valid UTF-8 is decoded with replacement characters and still parsed.
+extends_documentation_fragment:
+  - cps.gpu_cluster.attributes.read_only
 attributes:
-  check_mode:
-    support: full
-    description: Read-only, it reports what it finds and never changes anything (C(changed) is always false).
-  diff_mode:
-    support: N/A
-    description: Changes nothing, so there is nothing to diff.
   facts:
     support: full
     description: Sets C(nvidia_gpus) and C(nvidia_driver_version) in C(ansible_facts).

@@ -38,13 +38,9 @@ author:
   - cps.gpu_cluster contributors (@cps-gpu-cluster)
 notes:
   - C(driver) is the driver bound now (for example C(vfio-pci), C(nvidia), C(nouveau)), or C(none).
+extends_documentation_fragment:
+  - cps.gpu_cluster.attributes.read_only
 attributes:
-  check_mode:
-    support: full
-    description: Read-only, it reports what it finds and never changes anything (C(changed) is always false).
-  diff_mode:
-    support: N/A
-    description: Changes nothing, so there is nothing to diff.
   facts:
     support: full
     description: Sets C(pci_gpus), C(iommu_enabled) and C(host_numa) in C(ansible_facts).

@@ -96,6 +96,8 @@ seealso:
   - name: Proxmox VE API, /cluster/mapping/pci
     description: The API this module calls.
     link: https://pve.proxmox.com/pve-docs/api-viewer/#/cluster/mapping/pci
+extends_documentation_fragment:
+  - cps.gpu_cluster.attributes
 attributes:
   check_mode:
     support: full

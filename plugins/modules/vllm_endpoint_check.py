@@ -17,7 +17,8 @@ description:
     so the key never leaves the pod and the namespace's NetworkPolicy need not let the control node in.
   - A model without a key (the operator engine) is called through the Kubernetes API server's Service proxy
     (C(/api/v1/namespaces/<namespace>/services/<service>:http/proxy/...)).
-  - Either way the control node needs only its kubeconfig.
+  - Either way the control node needs only its kubeconfig, or O(host) and O(api_key), the same connection
+    options as M(cps.gpu_cluster.gpu_capacity) takes.
   - C(GET /v1/models) must list the model (retried until C(wait_timeout) while the model loads), then one
     C(POST /v1/chat/completions), or C(POST /v1/embeddings) for embedding models, must answer; each
     request is timed.
@@ -30,10 +31,6 @@ options:
       C(namespace), C(model), C(task) and C(api_key_secret) are read).
     type: dict
     required: true
-  kubeconfig:
-    description: Path of the cluster's kubeconfig.
-    type: path
-    required: true
   wait_timeout:
     description: Seconds to keep asking C(/v1/models) while the model loads.
     type: int
@@ -42,17 +39,14 @@ options:
     description: Seconds one request may take.
     type: int
     default: 120
+extends_documentation_fragment:
+  - cps.gpu_cluster.kubernetes
+  - cps.gpu_cluster.attributes.read_only
 requirements:
   - kubernetes (Python library)
 author:
   - cps.gpu_cluster contributors (@cps-gpu-cluster)
 attributes:
-  check_mode:
-    support: full
-    description: Read-only, it reports what it finds and never changes anything (C(changed) is always false).
-  diff_mode:
-    support: N/A
-    description: Changes nothing, so there is nothing to diff.
   platform:
     support: full
     platforms: posix
@@ -102,6 +96,7 @@ from ansible_collections.cps.gpu_cluster.plugins.module_utils.vllm_endpoint impo
     run_checks,
     verify_rows,
 )
+from ansible_collections.cps.gpu_cluster.plugins.module_utils.k8s_connection import api_client, argument_spec
 
 try:
     from kubernetes import client as k8s_client
@@ -154,9 +149,8 @@ def _exec_requester(core_api, stream, spec, request_timeout):
 
 def main():
     module = AnsibleModule(
-        argument_spec=dict(
+        argument_spec=argument_spec(
             spec=dict(type="dict", required=True),
-            kubeconfig=dict(type="path", required=True),
             wait_timeout=dict(type="int", default=600),
             request_timeout=dict(type="int", default=120),
         ),
@@ -169,13 +163,14 @@ def main():
     if not HAS_KUBERNETES:
         module.fail_json(msg=missing_required_lib("kubernetes"), exception=KUBERNETES_IMPORT_ERROR)
     try:
-        api_client = k8s_config.new_client_from_config(config_file=module.params["kubeconfig"])
+        client = api_client(module.params, k8s_client, k8s_config)
     except Exception as exc:  # pylint: disable=broad-except
-        module.fail_json(msg="Could not configure the Kubernetes client from %s: %s" % (module.params["kubeconfig"], exc))
+        module.fail_json(msg="Could not configure the Kubernetes client%s: %s" % (
+            " from %s" % module.params["kubeconfig"] if module.params["kubeconfig"] else "", exc))
     if spec.get("api_key_secret"):
-        request = _exec_requester(k8s_client.CoreV1Api(api_client), k8s_stream, spec, module.params["request_timeout"])
+        request = _exec_requester(k8s_client.CoreV1Api(client), k8s_stream, spec, module.params["request_timeout"])
     else:
-        request = _requester(api_client, spec, module.params["request_timeout"])
+        request = _requester(client, spec, module.params["request_timeout"])
     results = run_checks(request, spec, wait_timeout=module.params["wait_timeout"])
     rows = verify_rows(spec, results)
     module.exit_json(changed=False, rows=rows, responses=[
