@@ -19,7 +19,7 @@ description:
   - Returns the value of one entry of C(versions.yml) at the collection's root, the one place every
     pinned version lives (K3s, charts, images, the Terraform provider, the helm and terraform CLIs;
     C(docs/versions.md)).
-  - Deprecated: reading a file of the collection is a lookup's job; use
+  - Deprecated, as reading a file of the collection is a lookup's job; use
     C(lookup('cps.gpu_cluster.pinned', 'k3s_version')), which the role defaults use.
   - Fails naming the pinned keys when the key is unknown.
 options:

@@ -8,7 +8,7 @@ __metaclass__ = type
 
 DOCUMENTATION = r"""
 name: pinned
-author: cps.gpu_cluster contributors
+author: cps.gpu_cluster contributors (@cps-gpu-cluster)
 version_added: 0.2.0
 short_description: Versions and images the collection pins in its versions file
 description:

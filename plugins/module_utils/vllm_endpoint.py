@@ -75,20 +75,21 @@ def judge(check, spec, status, text):
 
 
 def verify_rows(spec, results):
-    """Report rows (part, status, detail) from ``[{check, status, text, seconds}]``, timed."""
+    """Report rows in the verify report's one shape (check, target, status, detail) from
+    ``[{check, status, text, seconds}]``, timed; the check is ``llm <name> <method> <path>``."""
     rows = []
     by_check = {r["check"]: r for r in results}
     for check in endpoint_checks(spec):
         part = "llm %s %s %s" % (spec["name"], check["method"], check["path"])
         result = by_check.get(check["check"])
         if result is None:
-            rows.append({"part": part, "status": "FAIL", "detail": "not run: an earlier request failed"})
+            rows.append({"check": part, "target": "", "status": "FAIL", "detail": "not run: an earlier request failed"})
             continue
         if result.get("error"):
-            rows.append({"part": part, "status": "FAIL", "detail": result["error"]})
+            rows.append({"check": part, "target": "", "status": "FAIL", "detail": result["error"]})
             continue
         passed, detail = judge(check, spec, result.get("status"), result.get("text"))
-        rows.append({"part": part, "status": "PASS" if passed else "FAIL",
+        rows.append({"check": part, "target": "", "status": "PASS" if passed else "FAIL",
                      "detail": "%s in %.2f s" % (detail, result.get("seconds") or 0.0)})
     return rows
 

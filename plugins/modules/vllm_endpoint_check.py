@@ -63,13 +63,16 @@ EXAMPLES = r"""
 
 RETURN = r"""
 rows:
-  description: One report row per request, in order.
+  description: One report row per request, in order, in the shape of every verify report row.
   returned: always
   type: list
   elements: dict
   contains:
-    part:
+    check:
       description: C(llm <name> <method> <path>).
+      type: str
+    target:
+      description: Empty, the check names the model.
       type: str
     status:
       description: PASS or FAIL.
@@ -78,7 +81,7 @@ rows:
       description: What the answer showed, with the time it took (or why it failed).
       type: str
   sample:
-    - {part: "llm qwen GET /v1/models", status: PASS, detail: "lists Qwen/Qwen2.5-1.5B-Instruct in 0.04 s"}
+    - {check: "llm qwen GET /v1/models", target: "", status: PASS, detail: "lists Qwen/Qwen2.5-1.5B-Instruct in 0.04 s"}
 responses:
   description: Each request's HTTP status, seconds and the first 2000 characters of its answer (or error).
   returned: always

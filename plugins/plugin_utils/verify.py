@@ -45,12 +45,10 @@ def row(check, target, status, detail):
 
 
 def normalise_row(item):
-    """A row from either shape: ``{check, target, status, detail}`` or the older ``{part, status, detail}``
-    (``vllm_endpoint_check`` returns those)."""
+    """A row of the one shape ``{check, target, status, detail}`` (every task file and module that adds
+    rows returns it: capacity, etcd, the Jobs, JupyterHub, vllm_endpoint_check), checked."""
     if not isinstance(item, dict):
         raise ValueError("verify row %r is not a mapping with check, target, status and detail" % (item,))
-    if "check" not in item and "part" in item:
-        return row(item["part"], item.get("target", ""), item.get("status"), item.get("detail"))
     missing = [key for key in ("check", "status") if key not in item]
     if missing:
         raise ValueError("verify row %r lacks %s" % (item, ", ".join(missing)))

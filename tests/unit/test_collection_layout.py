@@ -4,6 +4,7 @@ role and module follows (prefixed variables, argument specs, documentation)."""
 from __future__ import annotations
 
 import ast
+import importlib
 import re
 from pathlib import Path
 
@@ -205,3 +206,24 @@ def test_the_payload_walk_sees_an_import_of_controller_code(tmp_path):
     payload = module_payload(module)
     assert ("module_utils", "nvidia_smi") in payload and ("plugin_utils", "vllm") in payload
     assert ("plugin_utils", "gpu_pools") in payload  # imported by plugin_utils/vllm.py in turn
+
+
+def registered_filters():
+    """{filter name: plugin file} of every FilterModule in plugins/filter/."""
+    names = {}
+    for path in sorted((REPO / "plugins" / "filter").glob("*.py")):
+        module = importlib.import_module(f"ansible_collections.cps.gpu_cluster.plugins.filter.{path.stem}")
+        names.update((name, path.name) for name in module.FilterModule().filters())
+    return names
+
+
+def test_every_filter_has_a_caller():
+    """A published filter is a promise (issue 28): each one is called by a role, a playbook or a
+    scenario, or documented for users in docs/ or the README. Dead filters are deleted."""
+    callers = [p for p in (REPO / "roles").rglob("*") if p.suffix in (".yml", ".j2", ".md")]
+    callers += list((REPO / "playbooks").rglob("*.yml")) + list((REPO / "docs").glob("*.md")) + [REPO / "README.md"]
+    callers += [p for p in (REPO / "molecule").rglob("*.yml")]
+    text = "\n".join(path.read_text(encoding="utf-8", errors="replace") for path in callers if path.is_file())
+    uncalled = sorted(f"{name} ({source})" for name, source in registered_filters().items()
+                      if not re.search(rf"\b{re.escape(name)}\b", text))
+    assert uncalled == [], f"filters nobody calls: {uncalled}"

@@ -408,8 +408,10 @@ def test_result_summary_names_what_was_not_verified():
 
 
 def test_rows_shape():
-    assert verify.normalise_row({"part": "llm q GET /v1/models", "status": "PASS", "detail": "ok  in 0.1 s"}) == {
+    assert verify.normalise_row({"check": "llm q GET /v1/models", "target": "", "status": "PASS", "detail": "ok  in 0.1 s"}) == {
         "check": "llm q GET /v1/models", "target": "", "status": "PASS", "detail": "ok in 0.1 s"}
+    with pytest.raises(ValueError, match="lacks check"):  # one shape: the older {part, status, detail} is gone
+        verify.normalise_row({"part": "llm q GET /v1/models", "status": "PASS", "detail": "ok"})
     with pytest.raises(ValueError, match="status 'OK' is not one of"):
         verify.row("x", "y", "OK", "")
     with pytest.raises(ValueError, match="lacks status"):

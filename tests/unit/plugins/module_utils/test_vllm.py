@@ -474,8 +474,8 @@ def test_chat_model_passes_both_checks():
     request, calls = _fake({"/v1/models": MODELS_OK, "/v1/chat/completions": CHAT_OK})
     rows = vllm_endpoint.verify_rows(spec, vllm_endpoint.run_checks(request, spec))
     assert [r["status"] for r in rows] == ["PASS", "PASS"]
-    assert rows[0]["part"] == "llm qwen GET /v1/models"
-    assert rows[1]["part"] == "llm qwen POST /v1/chat/completions"
+    assert rows[0]["check"] == "llm qwen GET /v1/models"
+    assert rows[1]["check"] == "llm qwen POST /v1/chat/completions"
     assert rows[1]["detail"].startswith("2 token(s): ready in ")
     assert calls[1][2]["model"] == "Qwen/Qwen2.5-1.5B-Instruct"
 
@@ -506,7 +506,7 @@ def test_gives_up_after_the_timeout():
     request, _calls = _fake({"/v1/models": (503, "loading")})
     rows = vllm_endpoint.verify_rows(spec, vllm_endpoint.run_checks(request, spec, wait_timeout=30, sleep=10, clock=clock, pause=clock.sleep))
     assert rows[0]["status"] == "FAIL" and "HTTP 503 from /v1/models: loading" in rows[0]["detail"]
-    assert rows[1] == {"part": "llm qwen POST /v1/chat/completions", "status": "FAIL",
+    assert rows[1] == {"check": "llm qwen POST /v1/chat/completions", "target": "", "status": "FAIL",
                        "detail": "not run: an earlier request failed"}
 
 
