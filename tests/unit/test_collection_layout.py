@@ -222,7 +222,7 @@ def test_every_filter_has_a_caller():
     scenario, or documented for users in docs/ or the README. Dead filters are deleted."""
     callers = [p for p in (REPO / "roles").rglob("*") if p.suffix in (".yml", ".j2", ".md")]
     callers += list((REPO / "playbooks").rglob("*.yml")) + list((REPO / "docs").glob("*.md")) + [REPO / "README.md"]
-    callers += [p for p in (REPO / "molecule").rglob("*.yml")]
+    callers += list((REPO / "molecule").rglob("*.yml"))
     text = "\n".join(path.read_text(encoding="utf-8", errors="replace") for path in callers if path.is_file())
     uncalled = sorted(f"{name} ({source})" for name, source in registered_filters().items()
                       if not re.search(rf"\b{re.escape(name)}\b", text))
