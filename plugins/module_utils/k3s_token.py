@@ -1,8 +1,8 @@
 # -*- coding: utf-8 -*-
 # Copyright: (c) 2026, cps.gpu_cluster contributors
 # GNU General Public License v3.0+ (see COPYING or https://www.gnu.org/licenses/gpl-3.0.txt)
-"""The k3s cluster token: its safe forms and the decision which token a cluster uses (read by
-the k3s_token module on the token server, and by the controller-side k3s helpers)."""
+"""The k3s cluster token: its safe forms and the decision which token a cluster uses (run by the
+k3s_token module on the token server; the filter k3s_token_problem checks k3s_token with it in preflight)."""
 
 from __future__ import (absolute_import, division, print_function)
 __metaclass__ = type

@@ -65,6 +65,17 @@ def _first_control(value, path=""):
     return None
 
 
+def unique(items):
+    """items in order, each once (linear: a set beside the list; issue 19's benchmark)."""
+    seen = set()
+    result = []
+    for item in items:
+        if item not in seen:
+            seen.add(item)
+            result.append(item)
+    return result
+
+
 def where(hosts):
     """Where a value is set, for a message: the host, or the first host and how many others."""
     return hosts[0] if len(hosts) == 1 else "%s (and %d other host(s))" % (hosts[0], len(hosts) - 1)

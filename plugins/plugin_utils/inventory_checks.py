@@ -239,17 +239,6 @@ def _vars(hostvars, host):
     return variables if isinstance(variables, dict) else {}
 
 
-def _unique(items):
-    """items in order, each once (linear: a set beside the list; issue 19's benchmark)."""
-    seen = set()
-    result = []
-    for item in items:
-        if item not in seen:
-            seen.add(item)
-            result.append(item)
-    return result
-
-
 class _Groups(dict):
     """The groups of one preflight run, with its K3s hosts computed once (the checks ask for them
     several times; at 50,000 nodes each pass counts)."""
@@ -264,7 +253,7 @@ def _cluster_hosts(groups):
     hosts = []
     for group in CLUSTER_GROUPS:
         hosts.extend(_group(groups, group))
-    hosts = _unique(hosts)
+    hosts = input_checks.unique(hosts)
     if isinstance(groups, _Groups):
         groups.cluster_hosts = tuple(hosts)
     return hosts
@@ -672,7 +661,7 @@ def _check_node_ips(groups, hostvars, network, vip, gateway):
     problems = []
     cluster = set(_cluster_hosts(groups))
     owners = {}
-    everyone = _unique(_group(groups, "all") + _cluster_hosts(groups) + _group(groups, PROXMOX_HOSTS)) or list(hostvars)
+    everyone = input_checks.unique(_group(groups, "all") + _cluster_hosts(groups) + _group(groups, PROXMOX_HOSTS)) or list(hostvars)
     # addresses as (version, integer): compared without an object per node
     if network is not None:
         version, low, high = network.version, int(network.network_address), int(network.broadcast_address)
@@ -1135,7 +1124,7 @@ def inventory_problems(groups, hostvars, role_specs=None, schedule=True):
     problems.extend(_guarded(_check_cidr_sizes, groups, values))
     problems.extend(_guarded(_check_node_ips, groups, hostvars, network, vip, gateway))
     problems.extend(_guarded(_check_addresses, groups, hostvars, values, network, vip))
-    everyone = _unique(_group(groups, "all") + _cluster_hosts(groups) + _group(groups, PROXMOX_HOSTS)) or [h for h in hostvars if _is_str(h)]
+    everyone = input_checks.unique(_group(groups, "all") + _cluster_hosts(groups) + _group(groups, PROXMOX_HOSTS)) or [h for h in hostvars if _is_str(h)]
     index = _host_values(hostvars, everyone)  # every variable of every host, by value (one pass)
     problems.extend(_guarded(_check_host_variables, index))
     problems.extend(_guarded(_check_kubelet_labels, index))

@@ -18,6 +18,8 @@ import re
 
 from ansible.module_utils.six.moves.urllib.parse import urlsplit
 
+from ansible_collections.cps.gpu_cluster.plugins.plugin_utils import input_checks
+
 DNS_LABEL_RE = re.compile(r"[a-z0-9]([-a-z0-9]{0,61}[a-z0-9])?")
 # A registry name as containerd matches it: host[:port], or '*' for every registry.
 REGISTRY_RE = re.compile(r"\*|[A-Za-z0-9]([-A-Za-z0-9.]*[A-Za-z0-9])?(:[0-9]{1,5})?")
@@ -59,16 +61,6 @@ def _is_str(value):
 
 def _full(regex, value):
     return _is_str(value) and regex.fullmatch(value) is not None
-
-
-def _unique(items):
-    seen = set()
-    result = []
-    for item in items:
-        if item not in seen:
-            seen.add(item)
-            result.append(item)
-    return result
 
 
 # --- URLs ---------------------------------------------------------------------------------
@@ -216,7 +208,7 @@ def no_proxy_list(extra=None, cluster_cidr="", service_cidr="", node_ips=None, v
     if vip:
         entries.append(vip)
     entries += [".svc", ".cluster.local"]
-    return _unique(str(entry) for entry in entries)
+    return input_checks.unique(str(entry) for entry in entries)
 
 
 def proxy_env(http_proxy="", https_proxy="", no_proxy=None):
@@ -403,7 +395,7 @@ def inventory_problems(groups, hostvars):
     per distinct problem, naming the hosts), the proxy variables, and the VIP rule (a VIP only
     with more than one server)."""
     hostvars = hostvars if isinstance(hostvars, dict) else {}
-    cluster = _unique(_hosts(groups, "k3s_cluster") + _hosts(groups, "k3s_servers") + _hosts(groups, "k3s_agents"))
+    cluster = input_checks.unique(_hosts(groups, "k3s_cluster") + _hosts(groups, "k3s_servers") + _hosts(groups, "k3s_agents"))
     servers = _hosts(groups, "k3s_servers")
     found = {}
 

@@ -190,3 +190,8 @@ def test_the_homelab_with_one_bad_value_is_refused(homelab, change, message):
     problems = inventory_checks.inventory_problems(groups, hostvars)
     assert any(message in problem for problem in problems), problems
     assert "s3cret-bootstrap" not in " ".join(problems) and "ghp_secret" not in " ".join(problems)
+
+
+def test_unique_keeps_the_first_of_each_in_order():
+    assert ic.unique(["b", "a", "b", "c", "a"]) == ["b", "a", "c"]
+    assert ic.unique(iter(())) == []
