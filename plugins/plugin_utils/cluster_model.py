@@ -45,6 +45,9 @@ GPU_NODE_SELECTOR = {"gpu": "true"}
 INFRA_LABEL = "node-role.kubernetes.io/infra"
 INFRA_TOLERATION = {"key": INFRA_LABEL, "operator": "Equal", "value": "true", "effect": "NoSchedule"}
 CONTROL_PLANE_LABEL = "node-role.kubernetes.io/control-plane"
+# A GPU node taken out for maintenance (playbooks/gpu_node_maintenance.yml): its pool's capacity alert
+# holds back and GPUNodeInMaintenance says so instead.
+MAINTENANCE_LABEL = "gpu-cluster.cps/maintenance"
 STATE_STORAGE_CLASS = "local-path"
 
 

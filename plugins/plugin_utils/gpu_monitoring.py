@@ -20,7 +20,10 @@ from ansible_collections.cps.gpu_cluster.plugins.plugin_utils.gpu_pools import P
 
 RUNBOOK = "https://github.com/cps/gpu_cluster/blob/main/docs/gpu-pools.md#%s"
 ALERTS = ("GPUDriverMissing", "GPUNodeWithoutPool", "GPUPoolCapacityLow", "GPUPoolUsageHigh", "GPUXidErrors",
-          "GPUTemperatureHigh")
+          "GPUTemperatureHigh", "GPUNodeInMaintenance", "GPUPoolMisconfigured")
+MAINTENANCE_LABEL = cluster_model.MAINTENANCE_LABEL
+# Every GPU resource the device plugin can advertise (kube-state-metrics' spelling).
+GPU_RESOURCES_RE = "nvidia_com_gpu|nvidia_com_gpu_shared|nvidia_com_mig_.*"
 INFRA_LABEL = cluster_model.INFRA_LABEL
 INFRA_TOLERATION = cluster_model.INFRA_TOLERATION
 DASHBOARD_LABEL = "grafana_dashboard"
@@ -98,7 +101,8 @@ def stack_values(retention="15d", storage_size="50Gi", *, grafana_storage_size="
                                        "searchNamespace": "ALL"}},
         }, **state),
         "kube-state-metrics": dict({
-            "metricLabelsAllowlist": ["nodes=[gpu,%s,nvidia.com/device-plugin.config,nvidia.com/mig.config]" % POOL_LABEL],
+            "metricLabelsAllowlist": ["nodes=[gpu,%s,nvidia.com/device-plugin.config,nvidia.com/mig.config,%s]"
+                                      % (POOL_LABEL, MAINTENANCE_LABEL)],
         }, **placement),
     }
     return _merge(values, extra or {})
@@ -173,6 +177,13 @@ def alert_rules(pools=None, workers=None, *, usage_threshold=0.9, temperature_th
               "GPU {{ $labels.gpu }} on {{ $labels.node }} is at {{ $value }} C",
               "GPU {{ $labels.gpu }} of node {{ $labels.node }} has been above %d C for 10 minutes." % int(temperature_threshold),
               duration="10m"),
+        _rule("GPUNodeInMaintenance",
+              "max by (node) (kube_node_labels{%s=\"true\", %s=\"true\"})" % (gpu_label, ksm_label(MAINTENANCE_LABEL)),
+              "GPU node {{ $labels.node }} is in maintenance",
+              "Node {{ $labels.node }} is cordoned for maintenance (label %s=true, playbooks/gpu_node_maintenance.yml): "
+              "its pool runs with less capacity, and its GPUPoolCapacityLow alert is held back until it is back."
+              % MAINTENANCE_LABEL,
+              severity="info", duration="0m"),
     ]
     groups = [{"name": "gpu-nodes", "rules": node_rules}]
     if pools:
@@ -182,12 +193,27 @@ def alert_rules(pools=None, workers=None, *, usage_threshold=0.9, temperature_th
             "GPU node {{ $labels.node }} is in no GPU pool",
             "Node {{ $labels.node }} is labelled gpu=true but has no %s label; add it to gpu_cluster_gpu_pools." % POOL_LABEL)]
         for pool in pool_capacity(pools, workers):
+            in_pool = "max by (node) (kube_node_labels{%s=\"%s\"})" % (ksm_label(POOL_LABEL), pool["name"])
+            expected = "|".join(ksm_resource(r) for r in sorted(pool["resources"]))
+            pool_rules.append(_rule(
+                "GPUPoolMisconfigured",
+                "max by (node, resource) ((kube_node_status_allocatable{resource=~\"%s\", resource!~\"%s\"} > 0) "
+                "* on (node) group_left () %s)" % (GPU_RESOURCES_RE, expected, in_pool),
+                "GPU node {{ $labels.node }} of pool %s advertises the wrong GPU resource" % pool["name"],
+                "Node {{ $labels.node }} is in GPU pool %s (%s), which offers %s, but it advertises "
+                "{{ $labels.resource }}: its device plugin or MIG configuration does not match the pool "
+                "(nvidia.com/device-plugin.config, nvidia.com/mig.config)."
+                % (pool["name"], pool["allocation"], ", ".join(sorted(pool["resources"]))),
+                labels={"pool": pool["name"]}))
+            maintenance = ("max(kube_node_labels{%s=\"%s\", %s=\"true\"})"
+                           % (ksm_label(POOL_LABEL), pool["name"], ksm_label(MAINTENANCE_LABEL)))
             for resource, count in sorted(pool["resources"].items()):
                 labels = {"pool": pool["name"], "resource": resource}
                 allocatable = _pool_join("kube_node_status_allocatable", resource, pool["name"])
                 pool_rules.append(_rule(
                     "GPUPoolCapacityLow",
-                    "(sum(%s) or vector(0)) < %d" % (allocatable, count),
+                    # held back while one of the pool's nodes is in maintenance (GPUNodeInMaintenance says so)
+                    "((sum(%s) or vector(0)) < %d) unless on () %s" % (allocatable, count, maintenance),
                     "GPU pool %s offers fewer %s than expected" % (pool["name"], resource),
                     "GPU pool %s has {{ $value }} allocatable %s, expected %d." % (pool["name"], resource, count),
                     labels=labels))
@@ -224,7 +250,7 @@ def prometheus_rule(pools=None, workers=None, *, namespace="monitoring", usage_t
     }
 
 
-def _panel(panel_id, title, expr, legend, unit):
+def panel(panel_id, title, expr, legend, unit):
     x, y = (panel_id - 1) % 2 * 12, (panel_id - 1) // 2 * 8
     return {
         "id": panel_id, "type": "timeseries", "title": title, "datasource": {"type": "prometheus", "uid": "${datasource}"},
@@ -238,21 +264,21 @@ def dashboard(pools=None):
     """The Grafana dashboard (a dict) for GPUs and pools; ``$pool`` selects a pool's nodes."""
     pool_nodes = "on (node) group_left () max by (node) (kube_node_labels{%s=~\"$pool\"})" % ksm_label(POOL_LABEL)
     panels = [
-        _panel(1, "GPU utilisation", "avg by (node, gpu) (DCGM_FI_DEV_GPU_UTIL * %s)" % pool_nodes, "{{node}} GPU {{gpu}}", "percent"),
-        _panel(2, "GPU memory used", "sum by (node, gpu) (DCGM_FI_DEV_FB_USED * %s) * 1048576" % pool_nodes, "{{node}} GPU {{gpu}}",
+        panel(1, "GPU utilisation", "avg by (node, gpu) (DCGM_FI_DEV_GPU_UTIL * %s)" % pool_nodes, "{{node}} GPU {{gpu}}", "percent"),
+        panel(2, "GPU memory used", "sum by (node, gpu) (DCGM_FI_DEV_FB_USED * %s) * 1048576" % pool_nodes, "{{node}} GPU {{gpu}}",
                "bytes"),
-        _panel(3, "GPU temperature", "max by (node, gpu) (DCGM_FI_DEV_GPU_TEMP * %s)" % pool_nodes, "{{node}} GPU {{gpu}}",
+        panel(3, "GPU temperature", "max by (node, gpu) (DCGM_FI_DEV_GPU_TEMP * %s)" % pool_nodes, "{{node}} GPU {{gpu}}",
                "celsius"),
-        _panel(4, "GPU power", "sum by (node, gpu) (DCGM_FI_DEV_POWER_USAGE * %s)" % pool_nodes, "{{node}} GPU {{gpu}}", "watt"),
-        _panel(5, "Allocatable GPU resources per pool",
+        panel(4, "GPU power", "sum by (node, gpu) (DCGM_FI_DEV_POWER_USAGE * %s)" % pool_nodes, "{{node}} GPU {{gpu}}", "watt"),
+        panel(5, "Allocatable GPU resources per pool",
                "sum by (%s, resource) (kube_node_status_allocatable{resource=~\"nvidia_com_.*\"} * on (node) group_left (%s) "
                "max by (node, %s) (kube_node_labels{%s=~\"$pool\"}))" % ((ksm_label(POOL_LABEL),) * 4),
                "{{%s}} {{resource}}" % ksm_label(POOL_LABEL), "short"),
-        _panel(6, "Requested GPU resources per pool",
+        panel(6, "Requested GPU resources per pool",
                "sum by (%s, resource) (kube_pod_container_resource_requests{resource=~\"nvidia_com_.*\"} * on (node) group_left (%s) "
                "max by (node, %s) (kube_node_labels{%s=~\"$pool\"}))" % ((ksm_label(POOL_LABEL),) * 4),
                "{{%s}} {{resource}}" % ksm_label(POOL_LABEL), "short"),
-        _panel(7, "XID errors (last code)", "max by (node, gpu) (DCGM_FI_DEV_XID_ERRORS * %s)" % pool_nodes, "{{node}} GPU {{gpu}}",
+        panel(7, "XID errors (last code)", "max by (node, gpu) (DCGM_FI_DEV_XID_ERRORS * %s)" % pool_nodes, "{{node}} GPU {{gpu}}",
                "none"),
     ]
     names = sorted(p.get("name") for p in pools or [] if isinstance(p, dict) and isinstance(p.get("name"), str))

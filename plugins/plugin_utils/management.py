@@ -62,6 +62,7 @@ BUNDLE_DEPENDENCIES = {
     "cluster-ca": ["cert-manager"],
     # PrometheusRule and ServiceMonitor are CRDs of kube-prometheus-stack (the monitoring bundle)
     "gpu-alerts": ["monitoring"],
+    "llm-monitoring": ["monitoring"],
 }
 GPU_PROVIDER = "gpu-operator"
 CERT_MANAGER = "cert-manager"

@@ -23,7 +23,7 @@ __metaclass__ = type
 import copy
 import re
 
-from ansible_collections.cps.gpu_cluster.plugins.plugin_utils import ingress_tls, node_vars
+from ansible_collections.cps.gpu_cluster.plugins.plugin_utils import ingress_tls, llm_monitoring, node_vars
 from ansible_collections.cps.gpu_cluster.plugins.plugin_utils.gpu_pools import pool_resource
 from ansible_collections.cps.gpu_cluster.plugins.module_utils.vllm_endpoint import API_KEY_ENV, PORT
 
@@ -526,17 +526,21 @@ OWNER_LABEL = "gpu-cluster.cps/owner"
 OWNER = "llm-serving"
 
 
-def network_policy(namespace, ingress_class=DEFAULT_INGRESS_CLASS, client_namespaces=()):
+def network_policy(namespace, ingress_class=DEFAULT_INGRESS_CLASS, client_namespaces=(), monitoring=None):
     """The NetworkPolicy of an LLM namespace: the models' pods accept connections on the server port
     only from the ingress controller (k3s's Traefik pods in kube-system; every pod of kube-system for
-    another class), the pods of ``client_namespaces`` (JupyterHub's notebooks by default) and of the
-    namespace itself; everything else is dropped."""
+    another class), the pods of ``client_namespaces`` (JupyterHub's notebooks by default), Prometheus
+    when the models are monitored (:func:`llm_monitoring.scrape_peer`) and the namespace itself;
+    everything else is dropped."""
     controller = {"namespaceSelector": {"matchLabels": {"kubernetes.io/metadata.name": INGRESS_CONTROLLER_NAMESPACE}}}
     if ingress_class == "traefik":
         controller["podSelector"] = {"matchLabels": dict(TRAEFIK_POD_LABELS)}
     peers = [controller]
     peers += [{"namespaceSelector": {"matchLabels": {"kubernetes.io/metadata.name": name}}}
               for name in sorted(set(client_namespaces)) if name != namespace]
+    scraper = llm_monitoring.scrape_peer(monitoring)
+    if scraper:
+        peers.append(scraper)
     # the models' own namespace: a multi-node model's ranks and a notebook deployed beside them
     peers.append({"podSelector": {}})
     return {"apiVersion": "networking.k8s.io/v1", "kind": "NetworkPolicy",
@@ -547,19 +551,20 @@ def network_policy(namespace, ingress_class=DEFAULT_INGRESS_CLASS, client_namesp
                      "ingress": [{"from": peers, "ports": [{"port": PORT, "protocol": "TCP"}]}]}}
 
 
-def namespace_component(namespace, engine, ingress_class=DEFAULT_INGRESS_CLASS, access=None):
+def namespace_component(namespace, engine, ingress_class=DEFAULT_INGRESS_CLASS, access=None, monitoring=None):
     """The component ``namespace-<ns>``: the labelled Namespace of LLM models and its NetworkPolicy."""
     settings = access_settings(access, engine)
     return {"name": "namespace-%s" % namespace, "namespace": namespace,
             "namespace_labels": namespace_labels(engine),
-            "manifests": [network_policy(namespace, ingress_class, settings["client_namespaces"])],
+            "manifests": [network_policy(namespace, ingress_class, settings["client_namespaces"], monitoring)],
             "fleet_labels": {NAMESPACE_BUNDLE_LABEL: namespace, OWNER_LABEL: OWNER}}
 
 
 def vllm_components(models, pools=None, engine="deployment", ingress_class=DEFAULT_INGRESS_CLASS,
-                    namespace=DEFAULT_NAMESPACE, *, access=None):
+                    namespace=DEFAULT_NAMESPACE, *, access=None, monitoring=None):
     """The components to deliver, in order: per namespace, ``namespace-<ns>`` (its labelled
-    Namespace); then one component per model (bundle ``<name>``).
+    Namespace); then one component per model (bundle ``<name>``); last, when ``monitoring``
+    (``{enabled, namespace, queue_threshold}``) is on, ``llm-monitoring`` (:mod:`llm_monitoring`).
 
     In Fleet, every model bundle depends on its namespace bundle (``dependsOn`` by label), so
     no two bundles own the Namespace and none deploys before it exists.  Raises ValueError
@@ -580,7 +585,10 @@ def vllm_components(models, pools=None, engine="deployment", ingress_class=DEFAU
     for spec in specs:
         if spec["namespace"] not in namespaces:
             namespaces.append(spec["namespace"])
-    components = [namespace_component(ns, engine, ingress_class, access) for ns in namespaces]
+    if llm_monitoring.settings(monitoring)["enabled"] and engine != "deployment":
+        raise ValueError("gpu_cluster_llm_monitoring_enabled is true with gpu_cluster_llm_engine %s, whose Service the "
+                         "collection does not write; monitor the models with the deployment engine" % engine)
+    components = [namespace_component(ns, engine, ingress_class, access, monitoring) for ns in namespaces]
     clash = sorted({c["name"] for c in components} & {spec["name"] for spec in specs})
     if clash:
         raise ValueError("gpu_cluster_llm_models: name %s is the bundle of a namespace; rename the model"
@@ -591,6 +599,10 @@ def vllm_components(models, pools=None, engine="deployment", ingress_class=DEFAU
             "fleet_depends_on": [{"selector": {"matchLabels": {NAMESPACE_BUNDLE_LABEL: spec["namespace"]}}}],
             "fleet_labels": {OWNER_LABEL: OWNER},
         })
+    watched = llm_monitoring.component(specs, monitoring)
+    if watched:
+        watched["fleet_labels"] = {OWNER_LABEL: OWNER}
+        components.append(watched)
     return components
 
 
@@ -654,7 +666,23 @@ def _setting_problems(groups, hostvars):
     namespace = _inventory_value(groups, hostvars, "gpu_cluster_llm_namespace")
     if namespace is not None and (not isinstance(namespace, str) or not DNS_LABEL.match(namespace)):
         problems.append("gpu_cluster_llm_namespace is %r; use a DNS-1123 label, like llm" % (namespace,))
-    return problems + _access_problems(groups, hostvars, engine)
+    return problems + _access_problems(groups, hostvars, engine) + _monitoring_problems(groups, hostvars, engine)
+
+
+def _monitoring_problems(groups, hostvars, engine):
+    """The model metrics settings (docs/llm.md, Watching the models)."""
+    problems = []
+    enabled = _inventory_value(groups, hostvars, "gpu_cluster_llm_monitoring_enabled")
+    if enabled is not None and not isinstance(enabled, bool):
+        problems.append("gpu_cluster_llm_monitoring_enabled is %r; use true or false (a YAML boolean)" % (enabled,))
+    threshold = _inventory_value(groups, hostvars, "gpu_cluster_llm_queue_alert_threshold")
+    if threshold is not None and llm_monitoring.queue_threshold_problem(threshold):
+        problems.append(llm_monitoring.queue_threshold_problem(threshold))
+    if enabled is True and engine == "operator":
+        problems.append("gpu_cluster_llm_monitoring_enabled is true with gpu_cluster_llm_engine operator, whose Service "
+                        "the collection does not write (nor its labels, which a ServiceMonitor selects); monitor the "
+                        "models with the deployment engine, or use the production-stack's own monitoring")
+    return problems
 
 
 def _access_problems(groups, hostvars, engine):

@@ -76,3 +76,26 @@ def test_gpu_phase_labels_only_its_namespace(api):
     assert set(privileged) <= {"gpu-operator", "fast-scratch", "monitoring"} and "gpu-operator" in privileged
     runtime_class = kubernetes.client.NodeV1Api(api).read_runtime_class("nvidia")
     assert runtime_class.handler == "nvidia"
+
+
+def test_gpu_node_maintenance_takes_a_node_out_and_brings_it_back(api):
+    """playbooks/gpu_node_maintenance.yml start then finish on the first GPU node: cordoned and
+    labelled in between, schedulable and unlabelled after (verify runs at the end of finish)."""
+    core = kubernetes.client.CoreV1Api(api)
+    gpu_nodes = sorted(n.metadata.name for n in core.list_node(label_selector="gpu=true").items)
+    if not gpu_nodes:
+        pytest.fail("live tier: the cluster has no node labelled gpu=true to take out for maintenance")
+    node = gpu_nodes[0]
+    env = dict(os.environ, ANSIBLE_CONFIG=str(REPO / "ansible.cfg"),
+               ANSIBLE_COLLECTIONS_PATH=str(REPO / "collections"), ANSIBLE_INJECT_FACT_VARS="false")
+    for action in ("start", "finish"):
+        result = subprocess.run(
+            ["ansible-playbook", str(REPO / "playbooks" / "gpu_node_maintenance.yml"), "-i", INVENTORY,
+             "-e", f"gpu_cluster_kubeconfig={KUBECONFIG}", "-e", "gpu_cluster_delivery=direct",
+             "-e", f"gpu_cluster_maintenance_node={node}", "-e", f"gpu_cluster_maintenance_action={action}"],
+            cwd=REPO, env=env, capture_output=True, text=True, timeout=3600, check=False)
+        assert result.returncode == 0, result.stdout[-4000:] + result.stderr[-4000:]
+        found = core.read_node(node)
+        in_maintenance = (found.metadata.labels or {}).get("gpu-cluster.cps/maintenance") == "true"
+        assert in_maintenance == (action == "start")
+        assert bool(found.spec.unschedulable) == (action == "start")

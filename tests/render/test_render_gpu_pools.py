@@ -141,7 +141,8 @@ def test_rule_names_and_promql(cluster):
     rule = next(d for d in objects(cluster / "gpu-alerts") if d["kind"] == "PrometheusRule")
     alerts = [r for g in rule["spec"]["groups"] for r in g["rules"]]
     assert {r["alert"] for r in alerts} == {"GPUDriverMissing", "GPUNodeWithoutPool", "GPUPoolCapacityLow",
-                                            "GPUPoolUsageHigh", "GPUXidErrors", "GPUTemperatureHigh"}
+                                            "GPUPoolUsageHigh", "GPUXidErrors", "GPUTemperatureHigh",
+                                            "GPUNodeInMaintenance", "GPUPoolMisconfigured"}
     for item in alerts:
         promql_parser.parse(item["expr"])
 

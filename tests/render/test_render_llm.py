@@ -17,6 +17,7 @@ import pytest
 import yaml
 from ansible_collections.cps.gpu_cluster.plugins.plugin_utils import vllm
 from test_render_components import HOMELAB, fleet, inventory_k8s_version, manifests
+from test_render_gpu_pools import crd_schema as monitoring_crd_schema
 
 REPO = Path(__file__).resolve().parents[2]
 LLM_FIXTURES = REPO / "tests" / "fixtures" / "llm"
@@ -32,6 +33,8 @@ def renders(renders_cache):
         # (tests/integration/preflight_cases.yml); here only its VLLMRuntime's shape is under test.
         "operator": (HOMELAB, "gpu_cluster_llm_engine=operator", f"@{LLM_FIXTURES / 'kimi-k2.5.yml'}",
                      '{"gpu_cluster_preflight": false}'),
+        # the homelab with its commented model metrics switched on (docs/llm.md, Watching the models)
+        "monitored": (HOMELAB, '{"gpu_cluster_llm_monitoring_enabled": true, "gpu_cluster_llm_queue_alert_threshold": 40}'),
     }
     for args in jobs.values():
         renders_cache.start(*args)
@@ -242,3 +245,35 @@ def test_multi_gpu_kimi_objects_are_strict_valid_and_restricted(gpu):
     env = {e["name"]: e.get("value") for e in pod["containers"][0]["env"]}
     assert env["VLLM_WORKER_MULTIPROC_METHOD"] == "spawn"
     assert pod["containers"][0]["args"][pod["containers"][0]["args"].index("--tensor-parallel-size") + 1] == str(gpu)
+
+
+def test_model_metrics_render_valid_against_the_prometheus_operator_crds(renders):
+    """The homelab with gpu_cluster_llm_monitoring_enabled: the llm-monitoring bundle's custom
+    resources valid against the prometheus-operator CRDs (unknown fields refused), its ConfigMap
+    strict-valid, its PromQL parsed; the models' NetworkPolicy lets Prometheus in, and nothing else
+    of the models changes."""
+    cluster = renders["monitored"]
+    watched = objects(cluster / "llm-monitoring")
+    assert set(watched) == {("ServiceMonitor", "vllm-models"), ("PrometheusRule", "gpu-cluster-llm"),
+                            ("ConfigMap", "gpu-cluster-llm-dashboard")}
+    for (kind, _name), plural in ((("ServiceMonitor", "vllm-models"), "servicemonitors"),
+                                  (("PrometheusRule", "gpu-cluster-llm"), "prometheusrules")):
+        jsonschema.Draft202012Validator(monitoring_crd_schema(plural)).validate(watched[(kind, _name)])
+    kubernetes_validate.validate(watched[("ConfigMap", "gpu-cluster-llm-dashboard")], inventory_k8s_version(HOMELAB),
+                                 strict=True)
+    assert fleet(cluster / "llm-monitoring")["defaultNamespace"] == "monitoring"
+    on_monitoring = {"selector": {"matchLabels": {"gpu-cluster.cps/bundle": "monitoring", "gpu-cluster.cps/cluster": "homelab"}}}
+    assert on_monitoring in fleet(cluster / "llm-monitoring")["dependsOn"]
+    rules = watched[("PrometheusRule", "gpu-cluster-llm")]["spec"]["groups"][0]["rules"]
+    assert sorted((r["alert"], r["labels"].get("model", "")) for r in rules) == [
+        ("VLLMModelDown", "embed"), ("VLLMModelDown", "qwen"), ("VLLMQueueGrowing", "")]
+    assert "> 40)" in rules[-1]["expr"]
+    promql_parser = pytest.importorskip("promql_parser")
+    for rule in rules:
+        promql_parser.parse(rule["expr"])
+    peers = objects(cluster / "namespace-llm")[("NetworkPolicy", "llm-ingress")]["spec"]["ingress"][0]["from"]
+    assert {"namespaceSelector": {"matchLabels": {"kubernetes.io/metadata.name": "monitoring"}},
+            "podSelector": {"matchLabels": {"app.kubernetes.io/name": "prometheus"}}} in peers
+    for name in ("qwen", "embed"):
+        assert objects(cluster / name) == objects(renders["deployment"] / name)
+    assert not (renders["deployment"] / "llm-monitoring").exists()

@@ -5,6 +5,7 @@ requirements-dev.txt), since no promtool binary can be had here."""
 from __future__ import annotations
 
 import json
+import re
 from pathlib import Path
 
 import pytest
@@ -74,15 +75,43 @@ def test_rule_names_and_runbooks():
 
 def test_no_pool_rules_without_pools():
     names = {name for name, _expr in gm.rule_expressions(gm.prometheus_rule())}
-    assert names == {"GPUDriverMissing", "GPUXidErrors", "GPUTemperatureHigh"}
+    assert names == {"GPUDriverMissing", "GPUXidErrors", "GPUTemperatureHigh", "GPUNodeInMaintenance"}
 
 
 def test_capacity_rules_carry_the_expected_counts():
     rules = [r for g in gm.prometheus_rule(HOMELAB_POOLS, HOMELAB_WORKERS)["spec"]["groups"] for r in g["rules"]
              if r["alert"] == "GPUPoolCapacityLow"]
-    assert {(r["labels"]["pool"], r["labels"]["resource"]): r["expr"].rsplit("< ", 1)[1] for r in rules} == {
+    assert {(r["labels"]["pool"], r["labels"]["resource"]): re.search(r"\) < ([0-9]+)\)", r["expr"]).group(1)
+            for r in rules} == {
         ("training", "nvidia.com/gpu"): "4", ("notebooks", "nvidia.com/gpu.shared"): "8",
         ("inference", "nvidia.com/mig-1g.10gb"): "14"}
+    # held back while a node of the same pool is in maintenance, and only then
+    for rule in rules:
+        pool = rule["labels"]["pool"]
+        assert rule["expr"].endswith(
+            f'unless on () max(kube_node_labels{{label_gpu_cluster_cps_gpu_pool="{pool}", '
+            'label_gpu_cluster_cps_maintenance="true"})')
+
+
+def test_maintenance_alert_reads_the_label_kube_state_metrics_exports():
+    rules = {r["alert"]: r for g in gm.prometheus_rule()["spec"]["groups"] for r in g["rules"]}
+    rule = rules["GPUNodeInMaintenance"]
+    assert rule["labels"]["severity"] == "info"
+    assert 'label_gpu_cluster_cps_maintenance="true"' in rule["expr"]
+    # kube-state-metrics only exports the node labels it is told to: the maintenance label is one
+    allow = gm.stack_values()["kube-state-metrics"]["metricLabelsAllowlist"][0]
+    assert gm.MAINTENANCE_LABEL in allow[len("nodes=["):-1].split(",")
+
+
+def test_misconfigured_pool_alert_names_every_resource_but_the_pools_own():
+    rules = [r for g in gm.prometheus_rule(HOMELAB_POOLS, HOMELAB_WORKERS)["spec"]["groups"] for r in g["rules"]
+             if r["alert"] == "GPUPoolMisconfigured"]
+    wrong = {r["labels"]["pool"]: re.search(r'resource!~"([^"]*)"', r["expr"]).group(1) for r in rules}
+    assert wrong == {"training": "nvidia_com_gpu", "notebooks": "nvidia_com_gpu_shared",
+                     "inference": "nvidia_com_mig_1g_10gb"}
+    for rule in rules:
+        assert 'resource=~"nvidia_com_gpu|nvidia_com_gpu_shared|nvidia_com_mig_.*"' in rule["expr"]
+        assert f'label_gpu_cluster_cps_gpu_pool="{rule["labels"]["pool"]}"' in rule["expr"]
 
 
 def test_every_rule_expression_parses():
