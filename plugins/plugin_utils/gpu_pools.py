@@ -11,7 +11,8 @@ A pool is a named set of GPU workers that hands out its GPUs in one mode::
       allocation: timeslice    # exclusive | timeslice | mig
       replicas: 4              # timeslice only, >= 2
       renameByDefault: true    # timeslice only: shared GPUs become nvidia.com/gpu.shared
-      mig_profile: all-1g.10gb # mig only: a mig-parted config name of the GPU Operator
+      mig_profile: all-1g.10gb # mig only: a mig-parted config name of the GPU Operator, or
+      mig_layout: {3g.40gb: 1, 2g.20gb: 2}  # mig only: a mixed layout per GPU (mig-parted config custom-<name>)
       namespaces: [llm]        # optional: only these namespaces may use the pool's resources
 
 Which MIG profiles a model offers and how many slices of each fit one GPU are *derived* from the GPU
@@ -55,7 +56,12 @@ from ansible_collections.cps.gpu_cluster.plugins.plugin_utils.mig_parted_config 
 from ansible_collections.cps.gpu_cluster.plugins.plugin_utils import node_vars
 
 ALLOCATIONS = ("exclusive", "timeslice", "mig")
-POOL_KEYS = ("name", "nodes", "node_selector", "allocation", "replicas", "mig_profile", "namespaces", "renameByDefault")
+POOL_KEYS = ("name", "nodes", "node_selector", "allocation", "replicas", "mig_profile", "mig_layout", "namespaces",
+             "renameByDefault")
+# The mig-parted ConfigMap the GPU Operator's MIG manager reads when a pool declares a mig_layout
+# (operator_values: migManager.config; the chart creates it from our data).
+MIG_PARTED_CONFIGMAP = "gpu-pools-mig-parted"
+CUSTOM_CONFIG_PREFIX = "custom-"
 POOL_LABEL = "gpu-cluster.cps/gpu-pool"
 DEVICE_PLUGIN_CONFIG_LABEL = "nvidia.com/device-plugin.config"
 MIG_CONFIG_LABEL = "nvidia.com/mig.config"
@@ -235,6 +241,8 @@ def pool_resource(pool):
     allocation = pool.get("allocation") or "exclusive"
     if allocation == "timeslice":
         return SHARED_GPU_RESOURCE if _rename(pool) else GPU_RESOURCE
+    if allocation == "mig" and isinstance(pool.get("mig_layout"), dict) and pool["mig_layout"]:
+        return mig_resource(largest_profile(pool["mig_layout"]))
     if allocation == "mig":
         profile = str(pool.get("mig_profile") or "")
         return mig_resource(profile[len("all-"):] if profile.startswith("all-") else profile)
@@ -252,6 +260,141 @@ def mig_config_name(profile, configs=None):
     if "all-" + profile in configs:
         return "all-" + profile
     return None
+
+
+# ------------------------------------------------------------------------------ custom MIG layouts
+# Where each GPU instance may start, in memory slices (NVIDIA's MIG user guide, "Supported MIG
+# profiles" and its placement figures): GPUs with 7 compute slices have 8 memory slices, 4-slice GPUs
+# (A30) have 4. An instance of C compute slices and M memory slices starts at a multiple of M, with
+# the exceptions below; the compute slices of all instances add up to at most 7 (or 4).
+SEVEN_SLICE_STARTS = {(7, 8): (0,), (4, 4): (0,), (3, 4): (0, 4), (2, 2): (0, 2, 4), (1, 1): tuple(range(7)),
+                      (1, 2): (0, 2, 4, 6)}
+FOUR_SLICE_STARTS = {(4, 4): (0,), (2, 2): (0, 2), (1, 1): (0, 1, 2, 3)}
+
+
+def largest_profile(layout):
+    """The layout's profile with the most compute slices (then memory): what apps on the pool ask for."""
+    return max(sorted(layout), key=lambda p: _profile_parts(p) or (0, 0))
+
+
+def layout_entry_problems(layout, where):
+    """Shape of a ``mig_layout``: a non-empty mapping of MIG profiles (``3g.40gb``, ``1g.10gb+me``) to
+    whole numbers of at least 1, per GPU."""
+    if not isinstance(layout, dict) or not layout:
+        return ["%s: mig_layout %r must map MIG profiles to counts per GPU, like {3g.40gb: 1, 2g.20gb: 2}"
+                % (where, layout)]
+    problems = []
+    for profile, count in layout.items():
+        if not isinstance(profile, string_types) or _profile_parts(profile) is None \
+                or profile.partition("+")[2] not in ("", "me"):
+            problems.append("%s: mig_layout profile %r is not a MIG profile like 3g.40gb or 1g.10gb+me" % (where, profile))
+        if isinstance(count, bool) or not isinstance(count, int) or count < 1:
+            problems.append("%s: mig_layout count %r of %s must be a whole number of at least 1 (instances per GPU)"
+                            % (where, count, profile))
+    return problems
+
+
+def _placement(items, slots, starts):
+    """Start slot per item (compute, memory slices, profile) with no two overlapping, or None."""
+    used = [False] * slots
+    order = sorted(items, key=lambda item: (-item[1], -item[0], item[2]))
+    placed = []
+
+    def place(index):
+        if index == len(order):
+            return True
+        compute, size, _profile = order[index]
+        for start in starts[(compute, size)]:
+            if start + size <= slots and not any(used[start:start + size]):
+                used[start:start + size] = [True] * size
+                placed.append(start)
+                if place(index + 1):
+                    return True
+                placed.pop()
+                used[start:start + size] = [False] * size
+        return False
+    return list(zip(order, placed)) if place(0) else None
+
+
+def layout_problems(device_id, layout):
+    """Why ``layout`` ({profile: count per GPU}) cannot be made on a device (``10de:20b5``), as
+    sentences; [] when it can. Checked the way the hardware decides: each profile must exist on the
+    device (its memory geometry, from the operator's mig-parted configuration), the compute slices
+    add up to at most 7 (4 on an A30), at most one media-extension (``+me``) instance, and the
+    instances fit the device's memory slices at the start positions each size allows."""
+    geometry = device_geometry(device_id)
+    if not geometry:
+        return ["%s has no MIG" % device_id]
+    seven = 3 in geometry
+    slots, compute_total = (8, 7) if seven else (4, 4)
+    starts = SEVEN_SLICE_STARTS if seven else FOUR_SLICE_STARTS
+    unit = geometry.get(1) or 1
+    items, problems = [], []
+    for profile in sorted(layout, key=_profile_sort):
+        base = profile.partition("+")[0]
+        parts = _profile_parts(base)
+        if not parts or not profile_fits(geometry, base):
+            offered = sorted({p for slices in offered_configs(device_id).values() for p in slices}, key=_profile_sort)
+            problems.append("MIG profile %s does not exist on this GPU; its profiles are %s" % (profile, ", ".join(offered)))
+            continue
+        size = max(1, round(float(parts[1]) / unit))
+        if (parts[0], size) not in starts:
+            problems.append("MIG profile %s does not exist on this GPU" % profile)
+            continue
+        items.extend([(parts[0], size, profile)] * layout[profile])
+    if problems:
+        return problems
+    compute = sum(item[0] for item in items)
+    if compute > compute_total:
+        problems.append("the layout %s needs %d compute slices; one GPU has %d"
+                        % (layout_text(layout), compute, compute_total))
+    media = sum(count for profile, count in layout.items() if profile.endswith("+me"))
+    if media > 1:
+        problems.append("the layout %s has %d media-extension (+me) instances; one GPU has one" % (layout_text(layout), media))
+    memory = sum(item[1] for item in items)
+    if memory > slots:
+        problems.append("the layout %s needs %d memory slices; one GPU has %d" % (layout_text(layout), memory, slots))
+    if not problems and _placement(items, slots, starts) is None:
+        problems.append("the layout %s cannot be placed on one GPU: its instances overlap at every start position "
+                        "the hardware allows (docs/gpu-pools.md, Custom MIG layouts)" % layout_text(layout))
+    return problems
+
+
+def layout_text(layout):
+    return " + ".join("%d x %s" % (layout[p], p) for p in sorted(layout, key=_profile_sort, reverse=True))
+
+
+def pool_mig_config(pool):
+    """The mig-parted configuration name a MIG pool's nodes are labelled with (``nvidia.com/mig.config``)."""
+    if pool.get("mig_layout") is not None:
+        return CUSTOM_CONFIG_PREFIX + str(pool.get("name"))
+    return mig_config_name(pool.get("mig_profile")) or str(pool.get("mig_profile"))
+
+
+def pool_slices(pool, device_id):
+    """{profile: count per GPU} a MIG pool makes on a device, or None when the device cannot."""
+    layout = pool.get("mig_layout")
+    if layout is not None:
+        if not isinstance(layout, dict) or layout_problems(device_id, layout):
+            return None
+        return dict((str(p), int(c)) for p, c in layout.items())
+    return mig_slices(device_id, mig_config_name(pool.get("mig_profile")))
+
+
+def mig_parted_data(pools):
+    """The ``data`` of the mig-parted ConfigMap when a pool declares a ``mig_layout`` ({} otherwise):
+    the operator's default configurations (other pools keep using them) plus ``custom-<pool>`` per
+    layout pool, every GPU of its nodes cut the same way."""
+    custom = [p for p in pools or [] if isinstance(p, dict) and p.get("allocation") == "mig"
+              and isinstance(p.get("mig_layout"), dict)]
+    if not custom:
+        return {}
+    document = yaml.safe_load(yaml.safe_load(DEFAULT_MIG_PARTED_CONFIGMAP)["data"]["config.yaml"])
+    for pool in custom:
+        document["mig-configs"][pool_mig_config(pool)] = [{
+            "devices": "all", "mig-enabled": True,
+            "mig-devices": dict((str(p), int(c)) for p, c in sorted(pool["mig_layout"].items()))}]
+    return {"config.yaml": yaml.safe_dump(document, default_flow_style=False, sort_keys=False)}
 
 
 # ------------------------------------------------------------------------------ workers
@@ -344,12 +487,20 @@ def _entry_problems(pool, where):
     rename = pool.get("renameByDefault")
     if rename is not None and (allocation != "timeslice" or not isinstance(rename, bool)):
         problems.append("%s: renameByDefault must be true or false, and only with allocation: timeslice" % where)
-    if allocation == "mig":
+    if allocation == "mig" and pool.get("mig_layout") is not None:
+        if pool.get("mig_profile") is not None:
+            problems.append("%s: set one of mig_profile (a mig-parted configuration) or mig_layout (a mixed layout "
+                            "per GPU), not both" % where)
+        problems.extend(layout_entry_problems(pool.get("mig_layout"), where))
+    elif allocation == "mig":
         if not isinstance(pool.get("mig_profile"), string_types) or mig_config_name(pool.get("mig_profile")) is None:
             problems.append("%s: mig_profile %r is not a configuration of the GPU Operator's mig-parted config; use one "
-                            "like all-1g.10gb, all-3g.40gb or all-balanced (docs/gpu-pools.md)" % (where, pool.get("mig_profile")))
-    elif pool.get("mig_profile") is not None:
-        problems.append("%s: mig_profile is only for allocation: mig; remove it" % where)
+                            "like all-1g.10gb, all-3g.40gb or all-balanced, or a mig_layout (docs/gpu-pools.md)"
+                            % (where, pool.get("mig_profile")))
+    else:
+        for key in ("mig_profile", "mig_layout"):
+            if pool.get(key) is not None:
+                problems.append("%s: %s is only for allocation: mig; remove it" % (where, key))
     namespaces = pool.get("namespaces")
     if namespaces is not None and (not isinstance(namespaces, list) or not namespaces or not all(
             isinstance(n, string_types) and DNS_LABEL_RE.fullmatch(n) for n in namespaces)):
@@ -412,7 +563,7 @@ def pool_problems(pools, workers):
 
 def _mig_problems(pool, where, members):
     problems = []
-    config = mig_config_name(pool["mig_profile"])
+    config = mig_config_name(pool.get("mig_profile"))
     for worker in members:
         if worker["device_id"] is None:
             problems.append("%s: node %s has GPU model %r, which is not known here; set gpu_cluster_gpu_device_id "
@@ -422,6 +573,10 @@ def _mig_problems(pool, where, members):
             problems.append("%s: node %s has %s (%s), which has no MIG (only A30, A100, H100, H200, B200 class GPUs do); "
                             "use allocation: timeslice or exclusive for it"
                             % (where, worker["host"], worker["model"] or "a GPU", worker["device_id"]))
+            continue
+        if pool.get("mig_layout") is not None:
+            problems.extend("%s: node %s (%s): %s" % (where, worker["host"], worker["model"] or worker["device_id"], text)
+                            for text in layout_problems(worker["device_id"], pool["mig_layout"]))
             continue
         if mig_slices(worker["device_id"], config) is None:
             offered = sorted(p for name, slices in offered_configs(worker["device_id"]).items()
@@ -491,7 +646,7 @@ def node_resources(pool, worker):
         return {GPU_RESOURCE: gpus}
     if pool["allocation"] == "timeslice":
         return {SHARED_GPU_RESOURCE if _rename(pool) else GPU_RESOURCE: gpus * pool["replicas"]}
-    slices = mig_slices(worker["device_id"], mig_config_name(pool["mig_profile"])) or {}
+    slices = pool_slices(pool, worker["device_id"]) or {}
     return dict((mig_resource(profile), count * gpus) for profile, count in slices.items())
 
 
@@ -600,8 +755,13 @@ def operator_values(pools, configmap=DEVICE_PLUGIN_CONFIGMAP):
     plugin's config ConfigMap and default, and the MIG strategy. Empty without pools."""
     if not pools:
         return {}
-    return {"devicePlugin": {"config": {"name": configmap, "default": DEFAULT_CONFIG_NAME}},
-            "mig": {"strategy": MIG_STRATEGY}}
+    values = {"devicePlugin": {"config": {"name": configmap, "default": DEFAULT_CONFIG_NAME}},
+              "mig": {"strategy": MIG_STRATEGY}}
+    parted = mig_parted_data(pools)
+    if parted:
+        values["migManager"] = {"config": {"name": MIG_PARTED_CONFIGMAP, "create": True, "default": "all-disabled",
+                                           "data": parted}}
+    return values
 
 
 def mig_strategy(pools, default="single"):
@@ -633,7 +793,7 @@ def member_labels(pool):
     and, on a MIG pool, ``nvidia.com/mig.config=<config>``."""
     labels = {POOL_LABEL: pool["name"], DEVICE_PLUGIN_CONFIG_LABEL: pool["name"]}
     if pool.get("allocation") == "mig":
-        labels[MIG_CONFIG_LABEL] = mig_config_name(pool.get("mig_profile")) or str(pool.get("mig_profile"))
+        labels[MIG_CONFIG_LABEL] = pool_mig_config(pool)
     return labels
 
 

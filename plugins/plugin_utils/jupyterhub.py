@@ -30,7 +30,7 @@ except ImportError:  # pragma: no cover
     from pipes import quote as _quote  # pylint: disable=deprecated-module
 
 from ansible_collections.cps.gpu_cluster.plugins.plugin_utils import cluster_model, ingress_tls, node_vars
-from ansible_collections.cps.gpu_cluster.plugins.plugin_utils.gpu_pools import pool_resource
+from ansible_collections.cps.gpu_cluster.plugins.plugin_utils.gpu_pools import largest_profile, pool_resource
 
 DNS_LABEL = re.compile(r"^[a-z0-9]([-a-z0-9]{0,61}[a-z0-9])?\Z")
 DNS_NAME = re.compile(r"^(?=.{1,253}\Z)[a-z0-9]([-a-z0-9]{0,61}[a-z0-9])?(\.[a-z0-9]([-a-z0-9]{0,61}[a-z0-9])?)*\Z")
@@ -121,6 +121,12 @@ def resolve_pool(pools, name):
             mig_profile = pool.get("mig_profile")
             if isinstance(mig_profile, str) and mig_profile.startswith("all-"):
                 mig_profile = mig_profile[len("all-"):]
+            layout = pool.get("mig_layout")
+            per_gpu = None
+            if isinstance(layout, dict) and layout:
+                # a mixed layout: the profiles ask for its largest instance
+                mig_profile = largest_profile(layout)
+                per_gpu = layout[mig_profile] if node_vars.is_int(layout[mig_profile]) else None
             return {
                 "name": name,
                 "allocation": allocation,
@@ -129,6 +135,7 @@ def resolve_pool(pools, name):
                 "nodes": list(pool.get("nodes") or []),
                 "replicas": pool.get("replicas") if node_vars.is_int(pool.get("replicas")) else 1,
                 "mig_profile": mig_profile,
+                "mig_per_gpu": per_gpu,
                 "namespaces": list(pool.get("namespaces") or []),
             }
     return None
@@ -151,6 +158,8 @@ def pool_capacity(pool, gpu_count):
     """How many units of the pool's resource one node with ``gpu_count`` GPUs offers."""
     if pool["allocation"] == "timeslice":
         return gpu_count * max(1, pool["replicas"])
+    if pool["allocation"] == "mig" and pool.get("mig_per_gpu"):
+        return gpu_count * pool["mig_per_gpu"]
     if pool["allocation"] == "mig":
         match = MIG_PROFILE.match(str(pool["mig_profile"]))
         return gpu_count * MIG_PER_GPU.get(int(match.group(1)), 1) if match else 0

@@ -36,6 +36,7 @@ from ansible_collections.cps.gpu_cluster.plugins.plugin_utils import (
     cluster_model,
     cluster_workloads,
     gpu_monitoring,
+    gpu_pools,
     jupyterhub,
     management,
     scheduling,
@@ -633,3 +634,30 @@ def test_every_chart_pod_of_the_homelab_schedules(rendered):
                for node in model["nodes"]]
     refused = scheduling.prove(workloads[:3], tainted)["problems"]
     assert len(refused) == 3 and all("taint maintenance:NoSchedule not tolerated" in p for p in refused)
+
+
+def test_a_custom_mig_layout_reaches_the_mig_manager(rendered):
+    """Issue 30, item 3: the homelab's GPU Operator values with its MIG pool given a mixed layout
+    (gpu_pools.operator_values, the function the role's values call) render with the pinned chart
+    into the mig-parted ConfigMap the chart creates and the ClusterPolicy that points the MIG manager
+    at it, strict-valid; mig-parted's reading of that ConfigMap gives the layout on the A100 80GB."""
+    pools = yaml.safe_load((HOMELAB / "group_vars" / "all" / "gpu_pools.yml").read_text())["gpu_cluster_gpu_pools"]
+    for pool in pools:
+        if pool["allocation"] == "mig":
+            pool.pop("mig_profile")
+            pool["mig_layout"] = {"3g.40gb": 1, "2g.20gb": 2}
+    fleet = rendered["homelab"]["gpu-operator"]
+    values = copy.deepcopy(fleet["helm"]["values"])
+    assert "create" not in (values.get("migManager") or {}).get("config", {})  # the homelab keeps the defaults
+    extra = gpu_pools.operator_values(pools)
+    values.setdefault("migManager", {}).setdefault("config", {}).update(extra["migManager"]["config"])
+    docs, crds = helm_template("gpu-operator-v26.7.0", values, fleet["helm"].get("releaseName", "gpu-operator"),
+                               "gpu-operator")
+    assert validation_problems(docs, crds, RENDERS["homelab"][1]) == []
+    (configmap,) = [doc for _path, doc in docs if doc["kind"] == "ConfigMap"
+                    and doc["metadata"]["name"] == gpu_pools.MIG_PARTED_CONFIGMAP]
+    parsed = gpu_pools.load_mig_configs(configmap["data"]["config.yaml"])
+    assert gpu_pools.mig_slices(gpu_pools.MODEL_DEVICE_IDS["NVIDIA A100 80GB PCIe"], "custom-inference", parsed) == {
+        "3g.40gb": 1, "2g.20gb": 2}
+    (policy,) = [doc for _path, doc in docs if doc["kind"] == "ClusterPolicy"]
+    assert policy["spec"]["migManager"]["config"] == {"name": gpu_pools.MIG_PARTED_CONFIGMAP, "default": "all-disabled"}
