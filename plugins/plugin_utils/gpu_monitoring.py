@@ -266,20 +266,20 @@ def dashboard(pools=None):
     panels = [
         panel(1, "GPU utilisation", "avg by (node, gpu) (DCGM_FI_DEV_GPU_UTIL * %s)" % pool_nodes, "{{node}} GPU {{gpu}}", "percent"),
         panel(2, "GPU memory used", "sum by (node, gpu) (DCGM_FI_DEV_FB_USED * %s) * 1048576" % pool_nodes, "{{node}} GPU {{gpu}}",
-               "bytes"),
+              "bytes"),
         panel(3, "GPU temperature", "max by (node, gpu) (DCGM_FI_DEV_GPU_TEMP * %s)" % pool_nodes, "{{node}} GPU {{gpu}}",
-               "celsius"),
+              "celsius"),
         panel(4, "GPU power", "sum by (node, gpu) (DCGM_FI_DEV_POWER_USAGE * %s)" % pool_nodes, "{{node}} GPU {{gpu}}", "watt"),
         panel(5, "Allocatable GPU resources per pool",
-               "sum by (%s, resource) (kube_node_status_allocatable{resource=~\"nvidia_com_.*\"} * on (node) group_left (%s) "
-               "max by (node, %s) (kube_node_labels{%s=~\"$pool\"}))" % ((ksm_label(POOL_LABEL),) * 4),
-               "{{%s}} {{resource}}" % ksm_label(POOL_LABEL), "short"),
+              "sum by (%s, resource) (kube_node_status_allocatable{resource=~\"nvidia_com_.*\"} * on (node) group_left (%s) "
+              "max by (node, %s) (kube_node_labels{%s=~\"$pool\"}))" % ((ksm_label(POOL_LABEL),) * 4),
+              "{{%s}} {{resource}}" % ksm_label(POOL_LABEL), "short"),
         panel(6, "Requested GPU resources per pool",
-               "sum by (%s, resource) (kube_pod_container_resource_requests{resource=~\"nvidia_com_.*\"} * on (node) group_left (%s) "
-               "max by (node, %s) (kube_node_labels{%s=~\"$pool\"}))" % ((ksm_label(POOL_LABEL),) * 4),
-               "{{%s}} {{resource}}" % ksm_label(POOL_LABEL), "short"),
+              "sum by (%s, resource) (kube_pod_container_resource_requests{resource=~\"nvidia_com_.*\"} * on (node) group_left (%s) "
+              "max by (node, %s) (kube_node_labels{%s=~\"$pool\"}))" % ((ksm_label(POOL_LABEL),) * 4),
+              "{{%s}} {{resource}}" % ksm_label(POOL_LABEL), "short"),
         panel(7, "XID errors (last code)", "max by (node, gpu) (DCGM_FI_DEV_XID_ERRORS * %s)" % pool_nodes, "{{node}} GPU {{gpu}}",
-               "none"),
+              "none"),
     ]
     names = sorted(p.get("name") for p in pools or [] if isinstance(p, dict) and isinstance(p.get("name"), str))
     return {
