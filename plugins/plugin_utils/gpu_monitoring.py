@@ -282,18 +282,26 @@ def dashboard(pools=None):
               "none"),
     ]
     names = sorted(p.get("name") for p in pools or [] if isinstance(p, dict) and isinstance(p.get("name"), str))
+    return grafana_dashboard("gpu-cluster-gpus", "GPUs and GPU pools", ["gpu", "gpu-cluster"], ("pool", "GPU pool", names),
+                             panels)
+
+
+def grafana_dashboard(uid, title, tags, variable, panels):
+    """A Grafana dashboard (a dict) over the Prometheus data source, ``variable`` = (name, label,
+    values) a multi-select with "All" that the panels' expressions read as ``$<name>``."""
+    name, label, values = variable
     return {
-        "uid": "gpu-cluster-gpus",
-        "title": "GPUs and GPU pools",
-        "tags": ["gpu", "gpu-cluster"],
+        "uid": uid,
+        "title": title,
+        "tags": list(tags),
         "timezone": "utc",
         "schemaVersion": 39,
         "refresh": "1m",
         "time": {"from": "now-6h", "to": "now"},
         "templating": {"list": [
             {"name": "datasource", "type": "datasource", "query": "prometheus", "label": "Data source"},
-            {"name": "pool", "type": "custom", "label": "GPU pool", "includeAll": True, "multi": True, "allValue": ".*",
-             "query": ",".join(names), "current": {"text": "All", "value": "$__all"}},
+            {"name": name, "type": "custom", "label": label, "includeAll": True, "multi": True, "allValue": ".*",
+             "query": ",".join(values), "current": {"text": "All", "value": "$__all"}},
         ]},
         "panels": panels,
     }

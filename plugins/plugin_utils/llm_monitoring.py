@@ -154,22 +154,8 @@ def dashboard(specs):
         gpu_monitoring.panel(6, "KV-cache use", "max by (%s) (vllm:kv_cache_usage_perc{%s})" % (by, sel), legend,
                              "percentunit"),
     ]
-    return {
-        "uid": "gpu-cluster-llm",
-        "title": "LLM models",
-        "tags": ["llm", "vllm", "gpu-cluster"],
-        "timezone": "utc",
-        "schemaVersion": 39,
-        "refresh": "1m",
-        "time": {"from": "now-6h", "to": "now"},
-        "templating": {"list": [
-            {"name": "datasource", "type": "datasource", "query": "prometheus", "label": "Data source"},
-            {"name": "namespace", "type": "custom", "label": "Namespace", "includeAll": True, "multi": True,
-             "allValue": ".*", "query": ",".join(sorted(_namespaces(specs))),
-             "current": {"text": "All", "value": "$__all"}},
-        ]},
-        "panels": panels,
-    }
+    return gpu_monitoring.grafana_dashboard("gpu-cluster-llm", "LLM models", ["llm", "vllm", "gpu-cluster"],
+                                            ("namespace", "Namespace", sorted(_namespaces(specs))), panels)
 
 
 def dashboard_configmap(specs, namespace=NAMESPACE):
