@@ -10,7 +10,8 @@ from ansible.plugins.filter.core import to_nice_yaml
 
 from ansible_collections.cps.gpu_cluster.plugins.plugin_utils.filter_errors import wrap as _wrap
 
-from ansible_collections.cps.gpu_cluster.plugins.plugin_utils import components, gpu_driver, node_vars, storage_components
+from ansible_collections.cps.gpu_cluster.plugins.plugin_utils import (
+    backups, cluster_logs, components, gpu_driver, node_vars, storage_components)
 
 
 def bundle_file_texts(files, fleet, header, fleet_comment=""):
@@ -40,6 +41,12 @@ def gpu_driver_version(workers, current, legacy, override=None):
     return gpu_driver.driver_version([node_vars.gpu_model(variables) for variables in workers], current, legacy, override)
 
 
+def backup_credentials_secret(settings):
+    """The Secret of the backup location's key pair (backups.credentials_secret), from the backup
+    settings (the location falls back to the etcd snapshots' one, as backups.settings decides)."""
+    return backups.credentials_secret(backups.settings(settings)["s3"])
+
+
 class FilterModule(object):
     """cps.gpu_cluster component filters."""
 
@@ -59,4 +66,8 @@ class FilterModule(object):
             "nfs_provisioner_values": _wrap(storage_components.nfs_provisioner_values),
             "local_path_not_default": _wrap(storage_components.local_path_not_default),
             "fast_scratch_manifests": _wrap(storage_components.fast_scratch_manifests),
+            "backup_components": _wrap(backups.components, "backup_components"),
+            "backup_credentials_secret": _wrap(backup_credentials_secret),
+            "backup_restore": _wrap(backups.restore, "backup_restore"),
+            "logs_components": _wrap(cluster_logs.components, "logs_components"),
         }

@@ -11,7 +11,8 @@ __metaclass__ = type
 
 import copy
 
-from ansible_collections.cps.gpu_cluster.plugins.plugin_utils import cluster_model, components, gpu_pools, jupyterhub, k3s_hardening
+from ansible_collections.cps.gpu_cluster.plugins.plugin_utils import backups, cluster_logs, cluster_model, components, gpu_pools
+from ansible_collections.cps.gpu_cluster.plugins.plugin_utils import jupyterhub, k3s_hardening
 from ansible_collections.cps.gpu_cluster.plugins.plugin_utils import scheduling, verify, vllm
 
 VERIFY_NAMESPACE = "gpu-cluster-verify"
@@ -213,6 +214,42 @@ def smoke_workloads(model):
     return [{"name": "CUDA smoke pod", "namespace": pod["metadata"]["namespace"], "pod": pod["spec"]}]
 
 
+def _chart_pod(values, name):
+    """A chart's pod as our values shape it: placement and the container's resources."""
+    pod = {"containers": [{"name": name, "resources": dict(values.get("resources") or {})}]}
+    for key in ("nodeSelector", "tolerations"):
+        if values.get(key):
+            pod[key] = values[key]
+    return pod
+
+
+def operations_workloads(groups, hostvars, model):
+    """The backup and log pods our values decide (the charts' own pods are proved in the render tier):
+    Velero's server and its node agent, which must run on every node (a pod's volumes are read where
+    the pod runs), Loki and the log collector on every node. [] for what is off or unsound (preflight
+    says why)."""
+    result = []
+    for module, build in ((backups, lambda v: backups.components(v, model, plugin_image="velero/plugin", chart_version="0.0.0")),
+                          (cluster_logs, lambda v: cluster_logs.components(v, model, loki_chart_version="0.0.0",
+                                                                           alloy_chart_version="0.0.0"))):
+        try:
+            found = build(module.inventory_values(groups, hostvars))
+        except ValueError:
+            continue
+        for component in found:
+            values, namespace = component["chart"]["values"], component["namespace"]
+            if component["name"] == backups.COMPONENT:
+                result.append({"name": "Velero server", "namespace": namespace, "pod": _chart_pod(values, "velero")})
+                result.append({"name": "Velero node agent", "namespace": namespace, "every_node": True,
+                               "pod": backups.node_agent_pod(values)})
+            elif component["name"] == cluster_logs.LOKI:
+                result.append({"name": "Loki", "namespace": namespace, "pod": _chart_pod(values["singleBinary"], "loki")})
+            else:
+                result.append({"name": "Log collector", "namespace": namespace, "every_node": True,
+                               "pod": cluster_logs.collector_pod(values)})
+    return result
+
+
 def pool_quotas(groups, hostvars, model=None):
     """The ResourceQuotas the GPU pools render (gpu_pools.resource_quotas), [] without sound pools
     or when no pool is reserved for some namespaces (only those get quotas); ``model``: the
@@ -228,8 +265,8 @@ def workloads(groups, hostvars, model=None, plan=None, values=None):
     """Every workload, in deploy order (storage and GPU stack first, then apps, then verify)."""
     model = model or cluster_model.build(groups, hostvars)
     values = values if values is not None else inventory_values(groups, hostvars)
-    return (smoke_workloads(model) + llm_workloads(groups, hostvars, values) + jupyterhub_workloads(groups, hostvars, values)
-            + verify_workloads(groups, hostvars, model, plan))
+    return (smoke_workloads(model) + operations_workloads(groups, hostvars, model) + llm_workloads(groups, hostvars, values) +
+            jupyterhub_workloads(groups, hostvars, values) + verify_workloads(groups, hostvars, model, plan))
 
 
 def admission_limits(model):

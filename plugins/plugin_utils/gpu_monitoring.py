@@ -15,7 +15,7 @@ __metaclass__ = type
 import json
 import re
 
-from ansible_collections.cps.gpu_cluster.plugins.plugin_utils import cluster_model
+from ansible_collections.cps.gpu_cluster.plugins.plugin_utils import cluster_logs, cluster_model
 from ansible_collections.cps.gpu_cluster.plugins.plugin_utils.gpu_pools import POOL_LABEL, pool_capacity
 
 RUNBOOK = "https://github.com/cps/gpu_cluster/blob/main/docs/gpu-pools.md#%s"
@@ -62,13 +62,14 @@ def _placement(infra):
 
 def stack_values(retention="15d", storage_size="50Gi", *, grafana_storage_size="10Gi",
                  storage_class=cluster_model.STATE_STORAGE_CLASS,
-                 infra=False, extra=None):
+                 infra=False, logs=False, extra=None):
     """kube-prometheus-stack values: Prometheus retention and storage, Grafana storage and dashboards
     sidecar, every ServiceMonitor/PrometheusRule of the cluster selected, kube-state-metrics exporting
     the GPU node labels the alerts read, and infra-node placement when ``infra``. Prometheus and
     Grafana keep their databases on local volumes (``storage_class``, k3s's local-path by default: the
     TSDB and SQLite do not lock on NFS), on the infra nodes or else the servers
-    (:func:`cluster_model.state_placement`)."""
+    (:func:`cluster_model.state_placement`). ``logs``: Grafana gets the Loki data source
+    (:func:`cluster_logs.datasource`)."""
     if not isinstance(retention, str) or not DURATION_RE.fullmatch(retention):
         raise ValueError("retention %r must be a Prometheus duration, like 15d" % (retention,))
     retention_size(grafana_storage_size)
@@ -105,6 +106,8 @@ def stack_values(retention="15d", storage_size="50Gi", *, grafana_storage_size="
                                       % (POOL_LABEL, MAINTENANCE_LABEL)],
         }, **placement),
     }
+    if logs:
+        values["grafana"]["additionalDataSources"] = [cluster_logs.datasource()]
     return _merge(values, extra or {})
 
 

@@ -35,7 +35,7 @@ from ansible_collections.cps.gpu_cluster.plugins.plugin_utils.versions import fi
 from ansible_collections.cps.gpu_cluster.plugins.plugin_utils.versions import inventory_version_warnings
 from ansible_collections.cps.gpu_cluster.plugins.plugin_utils.cluster_workloads import schedule_problems
 from ansible_collections.cps.gpu_cluster.plugins.plugin_utils.k3s import refused_node_labels
-from ansible_collections.cps.gpu_cluster.plugins.plugin_utils import input_checks, node_vars
+from ansible_collections.cps.gpu_cluster.plugins.plugin_utils import backups, cluster_logs, input_checks, node_vars
 
 K3S_MIN_VERSION = (1, 31, 6)
 _NUM = r"(0|[1-9][0-9]*)"
@@ -1099,6 +1099,12 @@ def _plain(groups, hostvars):
     return groups, hostvars
 
 
+def operations_problems(groups, hostvars):
+    """The backup (Velero) and log aggregation settings (docs/disaster-recovery.md, docs/gpu-pools.md)."""
+    return (backups.problems(backups.inventory_values(groups, hostvars)) +
+            cluster_logs.problems(cluster_logs.inventory_values(groups, hostvars)))
+
+
 def inventory_problems(groups, hostvars, role_specs=None, schedule=True):
     """Every problem of an inventory, one message each (empty list: the inventory is sound).
 
@@ -1153,6 +1159,7 @@ def inventory_problems(groups, hostvars, role_specs=None, schedule=True):
     problems.extend(_guarded(numa_problems, groups, hostvars))
     problems.extend(_guarded(management_inventory_problems, groups, hostvars))
     problems.extend(_guarded(k3s_parity_problems, groups, hostvars))
+    problems.extend(_guarded(operations_problems, groups, hostvars))
     problems.extend(_guarded(versions_file_problems))
     if schedule and not problems:
         # the scheduling proof judges a sound inventory (its workloads are built from the values

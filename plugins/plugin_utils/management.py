@@ -63,6 +63,11 @@ BUNDLE_DEPENDENCIES = {
     # PrometheusRule and ServiceMonitor are CRDs of kube-prometheus-stack (the monitoring bundle)
     "gpu-alerts": ["monitoring"],
     "llm-monitoring": ["monitoring"],
+    # log aggregation (cluster_logs): the collector pushes to Loki; Grafana's data source is in monitoring
+    "loki": ["monitoring"],
+    "log-collector": ["loki"],
+    # backups beyond etcd (backups): the node agent reads the volumes the storage components provide
+    "velero": ["nfs-subdir-external-provisioner", "fast-scratch"],
 }
 GPU_PROVIDER = "gpu-operator"
 CERT_MANAGER = "cert-manager"

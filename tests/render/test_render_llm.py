@@ -18,6 +18,7 @@ import yaml
 from ansible_collections.cps.gpu_cluster.plugins.plugin_utils import vllm
 from test_render_components import HOMELAB, fleet, inventory_k8s_version, manifests
 from test_render_gpu_pools import crd_schema as monitoring_crd_schema
+from test_render_operations import OPERATIONS_RENDER
 
 REPO = Path(__file__).resolve().parents[2]
 LLM_FIXTURES = REPO / "tests" / "fixtures" / "llm"
@@ -33,8 +34,9 @@ def renders(renders_cache):
         # (tests/integration/preflight_cases.yml); here only its VLLMRuntime's shape is under test.
         "operator": (HOMELAB, "gpu_cluster_llm_engine=operator", f"@{LLM_FIXTURES / 'kimi-k2.5.yml'}",
                      '{"gpu_cluster_preflight": false}'),
-        # the homelab with its commented model metrics switched on (docs/llm.md, Watching the models)
-        "monitored": (HOMELAB, '{"gpu_cluster_llm_monitoring_enabled": true, "gpu_cluster_llm_queue_alert_threshold": 40}'),
+        # the homelab with its commented model metrics switched on (docs/llm.md, Watching the models),
+        # and its backups and logs (one render: test_render_operations.py reads it too)
+        "monitored": OPERATIONS_RENDER,
     }
     for args in jobs.values():
         renders_cache.start(*args)

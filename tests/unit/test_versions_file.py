@@ -167,6 +167,8 @@ def test_refresh_pulls_a_bumped_chart_and_drops_the_old_fixture(tmp_path, monkey
     (charts / ("gpu-operator-{}".format(VALUES["gpu_operator_chart"]))).mkdir()
     (charts / ("kube-prometheus-stack-{}".format(VALUES["kube_prometheus_stack_chart"]))).mkdir()
     (charts / ("zero-to-jupyterhub-{}".format(VALUES["jupyterhub_chart"]))).mkdir()
+    for key, chart in (("velero_chart", "velero"), ("loki_chart", "loki"), ("alloy_chart", "alloy")):
+        (charts / f"{chart}-{VALUES[key]}").mkdir()
     (tmp_path / "management").mkdir()
     for key, chart in (("cert_manager_chart", "cert-manager"), ("rancher_chart", "rancher"), ("fleet_chart", "fleet")):
         (tmp_path / "management" / "{}-v{}-values.yaml".format(chart, VALUES[key].lstrip("v"))).write_text("{}\n")

@@ -785,7 +785,9 @@ def test_warning_for_a_host_in_no_contract_group():
 ODD_VALUES = [None, 0, -1, 7, True, False, 2.5, "", "x\n", [], ["x"], [["10.0.0.1"]], [None], [{"a": 1}], {}, {"a": [1]}, {"name": ["x"]}]
 VARIABLES = sorted(set(ic.CLUSTER_VARIABLES) | set(ic.HOST_VARIABLES) | set(ic.POSITIVE_INT_VARIABLES) | {
     "ansible_host", "gpu_cluster_node_ip", "gpu_cluster_gpu_count", "gpu_cluster_gpu_model", "gpu_cluster_gpu_pci_mappings",
-    "gpu_cluster_gpu_pci_ids", "gpu_cluster_gpu_pci_devices", "gpu_cluster_nfs_provisioner_version"})
+    "gpu_cluster_gpu_pci_ids", "gpu_cluster_gpu_pci_devices", "gpu_cluster_nfs_provisioner_version",
+    "gpu_cluster_backup_enabled", "gpu_cluster_backup_s3", "gpu_cluster_backup_schedule", "gpu_cluster_backup_ttl",
+    "gpu_cluster_backup_namespaces", "gpu_cluster_logs_enabled", "gpu_cluster_logs_retention", "gpu_cluster_logs_storage_size"})
 
 
 def assert_messages(problems):

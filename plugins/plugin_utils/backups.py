@@ -1,0 +1,308 @@
+# -*- coding: utf-8 -*-
+# Copyright: (c) 2026, cps.gpu_cluster contributors
+# GNU General Public License v3.0+ (see COPYING or https://www.gnu.org/licenses/gpl-3.0.txt)
+"""Backups beyond etcd (docs/disaster-recovery.md): Velero with file-system backup of every
+PersistentVolume to an S3-compatible location, a schedule, and the Restore that brings them back.
+
+The S3 location has the keys of ``k3s_node_etcd_s3`` (endpoint, bucket, folder, region, access_key,
+secret_key, skip_ssl_verify, insecure) and is, unless the inventory names another, the one the etcd
+snapshots use, under its own prefix (Velero wants a prefix of its own: it refuses a location whose
+top level holds other files). The credentials never enter a chart value or a Fleet bundle: the role
+writes them to the Secret :data:`CREDENTIALS_SECRET` through the API, and the chart names it.
+"""
+
+from __future__ import (absolute_import, division, print_function)
+__metaclass__ = type
+
+import re
+
+from ansible_collections.cps.gpu_cluster.plugins.plugin_utils import cluster_model, k3s_hardening, k3s_parity
+
+COMPONENT = "velero"
+NAMESPACE = "velero"
+LOCATION = "default"
+# The chart names its Schedule objects <release>-<key>: key "daily" of release "velero" is velero-daily.
+SCHEDULE_KEY = "daily"
+SCHEDULE = "velero-%s" % SCHEDULE_KEY
+CREDENTIALS_SECRET = "velero-s3-credentials"
+CREDENTIALS_KEY = "cloud"
+DEFAULT_PREFIX = "velero"
+DEFAULTS = {"enabled": False, "schedule": "0 3 * * *", "ttl": "720h", "namespaces": ["*"]}
+# Never backed up nor restored: Kubernetes' own namespaces (k3s rebuilds them) and Velero's.
+EXCLUDED_NAMESPACES = ("kube-system", "kube-public", "kube-node-lease", NAMESPACE)
+# The Velero plugin that speaks S3 (velero-plugin-for-aws), copied into the server at start.
+PLUGIN_NAME = "velero-plugin-for-aws"
+
+# Velero's schedule: a standard five-field cron expression or a descriptor (robfig/cron's standard
+# parser, which Velero's schedule controller uses): minute, hour, day of month, month, day of week.
+CRON_FIELDS = ((0, 59), (0, 23), (1, 31), (1, 12), (0, 7))
+CRON_DESCRIPTORS = ("@yearly", "@annually", "@monthly", "@weekly", "@daily", "@midnight", "@hourly")
+CRON_ITEM = re.compile(r"(\*|(\d+)(?:-(\d+))?)(?:/(\d+))?")
+# metav1.Duration as Go's time.ParseDuration reads it; Velero's ttl (hours at most, no days).
+GO_DURATION = re.compile(r"(\d+(\.\d+)?(h|m|s|ms))+")
+DNS_LABEL = re.compile(r"[a-z0-9]([-a-z0-9]{0,61}[a-z0-9])?")
+
+
+def _cron_field_ok(text, low, high):
+    for item in text.split(","):
+        match = CRON_ITEM.fullmatch(item)
+        if not match:
+            return False
+        first, last, step = match.group(2), match.group(3), match.group(4)
+        numbers = [int(n) for n in (first, last) if n is not None]
+        if any(n < low or n > high for n in numbers) or (len(numbers) == 2 and numbers[0] > numbers[1]):
+            return False
+        if step is not None and int(step) == 0:
+            return False
+    return True
+
+
+def cron_problem(value, name="gpu_cluster_backup_schedule"):
+    """'' when ``value`` is a schedule Velero accepts, else what to write."""
+    if isinstance(value, str) and (value.strip() in CRON_DESCRIPTORS):
+        return ""
+    fields = value.split() if isinstance(value, str) else []
+    if len(fields) == 5 and all(_cron_field_ok(f, low, high) for f, (low, high) in zip(fields, CRON_FIELDS)):
+        return ""
+    return ("%s is %r; use a five-field cron expression (minute hour day-of-month month day-of-week, like "
+            "'0 3 * * *' for 03:00 every day) or @daily" % (name, value))
+
+
+def ttl_problem(value, name="gpu_cluster_backup_ttl"):
+    """'' when ``value`` is a positive Go duration (Velero's ``ttl``: 720h), else what to write."""
+    if isinstance(value, str) and GO_DURATION.fullmatch(value) and any(c in "123456789" for c in value):
+        return ""
+    return "%s is %r; use a positive duration in hours, minutes or seconds (like 720h for 30 days)" % (name, value)
+
+
+def namespaces_problem(value, name="gpu_cluster_backup_namespaces"):
+    """'' when ``value`` is ``['*']`` or a list of namespace names Velero may back up."""
+    if value == ["*"]:
+        return ""
+    if isinstance(value, list) and value and all(isinstance(n, str) and DNS_LABEL.fullmatch(n) for n in value):
+        excluded = sorted(set(value) & set(EXCLUDED_NAMESPACES))
+        if excluded:
+            return ("%s names %s, which are never backed up (k3s rebuilds them; Velero's own namespace "
+                    "holds no data of yours); leave them out" % (name, ", ".join(excluded)))
+        return ""
+    return "%s is %r; use ['*'] for every namespace or a list of namespace names (like [jupyterhub, llm])" % (name, value)
+
+
+def _folder(location):
+    return str(location.get("folder") or "").strip("/")
+
+
+def settings(values=None):
+    """The backup settings with their defaults: ``{enabled, s3, etcd_s3, schedule, ttl, namespaces}``.
+
+    ``values``: the inventory's ``gpu_cluster_backup_*`` without the prefix, plus ``etcd_s3`` (the
+    servers' ``k3s_node_etcd_s3``). ``s3`` falls back to the etcd location; its folder (Velero's
+    prefix) to :data:`DEFAULT_PREFIX`."""
+    values = dict(values or {})
+    result = dict(DEFAULTS)
+    result.update(dict((k, v) for k, v in values.items() if v is not None and k in DEFAULTS))
+    etcd = values.get("etcd_s3")
+    result["etcd_s3"] = dict(etcd) if isinstance(etcd, dict) else {}
+    s3 = values.get("s3")
+    if isinstance(s3, dict) and s3:
+        location = dict(s3)
+    elif result["etcd_s3"]:
+        location = dict(result["etcd_s3"], folder=DEFAULT_PREFIX)  # the snapshots' location, a prefix of its own
+    else:
+        location = {}
+    if location and not _folder(location):
+        location["folder"] = DEFAULT_PREFIX
+    result["s3"] = location
+    return result
+
+
+# The inventory's backup settings: variable -> key of :func:`settings`.
+VARIABLES = {"gpu_cluster_backup_enabled": "enabled", "gpu_cluster_backup_s3": "s3",
+             "gpu_cluster_backup_schedule": "schedule", "gpu_cluster_backup_ttl": "ttl",
+             "gpu_cluster_backup_namespaces": "namespaces"}
+
+
+def inventory_values(groups, hostvars):
+    """The backup settings an inventory sets (cluster-wide), with ``etcd_s3`` the first server's
+    ``k3s_node_etcd_s3``: the input of :func:`problems`, :func:`settings` and :func:`components`."""
+    found = cluster_model.first_values(groups, hostvars, tuple(VARIABLES))
+    values = dict((VARIABLES[name], value) for name, value in found.items())
+    servers = (groups or {}).get(cluster_model.SERVERS) if isinstance(groups, dict) else None
+    servers = [host for host in servers if isinstance(host, str)] if isinstance(servers, list) else []
+    first = (hostvars or {}).get(servers[0]) if servers and isinstance(hostvars, dict) else None
+    if isinstance(first, dict):
+        values["etcd_s3"] = first.get("k3s_node_etcd_s3")
+    return values
+
+
+def problems(values=None):
+    """Every problem of the backup settings, one message each (credentials never shown)."""
+    values = dict(values or {})
+    found = []
+    enabled = values.get("enabled")
+    if enabled is not None and not isinstance(enabled, bool):
+        found.append("gpu_cluster_backup_enabled is %r; use true or false (a YAML boolean)" % (enabled,))
+    for key, check in (("schedule", cron_problem), ("ttl", ttl_problem), ("namespaces", namespaces_problem)):
+        if values.get(key) is not None and check(values[key]):
+            found.append(check(values[key]))
+    if values.get("s3") not in (None, {}):
+        found.extend(message.replace("k3s_node_etcd_s3", "gpu_cluster_backup_s3")
+                     for message in k3s_parity.etcd_s3_problems(values["s3"]))
+    if enabled is not True or found:
+        return found
+    chosen = settings(values)
+    location = chosen["s3"]
+    if not location:
+        return ["gpu_cluster_backup_enabled is true but there is no S3 location: set gpu_cluster_backup_s3 "
+                "({endpoint, bucket, folder, region, access_key, secret_key}), or k3s_node_etcd_s3 on the servers, "
+                "whose location the backups then share under the prefix %s" % DEFAULT_PREFIX]
+    if not location.get("endpoint"):
+        found.append("gpu_cluster_backup_s3: endpoint is not set; name the S3-compatible server (like minio.lan:9000)")
+    etcd = chosen["etcd_s3"]
+    if etcd and etcd.get("bucket") == location.get("bucket") and etcd.get("endpoint") == location.get("endpoint"):
+        mine, theirs = _folder(location), _folder(etcd)
+        if mine == theirs or mine.startswith(theirs + "/") or theirs.startswith(mine + "/"):
+            found.append("gpu_cluster_backup_s3.folder %r shares the etcd snapshots' folder %r in bucket %s; Velero "
+                         "needs a prefix of its own (it refuses a location holding other files): use another folder, "
+                         "like %s" % (mine, theirs, location.get("bucket"), DEFAULT_PREFIX))
+    return found
+
+
+def location_config(location):
+    """The BackupStorageLocation ``config`` of velero-plugin-for-aws for an S3-compatible server."""
+    scheme = "http" if location.get("insecure") else "https"
+    config = {"region": str(location.get("region") or "us-east-1"), "s3ForcePathStyle": "true",
+              "s3Url": "%s://%s" % (scheme, location["endpoint"])}
+    if location.get("skip_ssl_verify"):
+        config["insecureSkipTLSVerify"] = "true"
+    return config
+
+
+def has_credentials(location):
+    return bool(location.get("access_key") and location.get("secret_key"))
+
+
+def credentials_secret(location, namespace=NAMESPACE):
+    """The Secret holding the location's key pair as velero-plugin-for-aws reads it (an AWS
+    shared-credentials file). Applied through the API with no_log; never rendered into a bundle."""
+    if not has_credentials(location or {}):
+        raise ValueError("gpu_cluster_backup_s3 has no access_key and secret_key to write")
+    text = "[default]\naws_access_key_id=%s\naws_secret_access_key=%s\n" % (location["access_key"], location["secret_key"])
+    return {"apiVersion": "v1", "kind": "Secret", "type": "Opaque",
+            "metadata": {"name": CREDENTIALS_SECRET, "namespace": namespace,
+                         "labels": {"app.kubernetes.io/part-of": "gpu-cluster"}},
+            "stringData": {CREDENTIALS_KEY: text}}
+
+
+def node_tolerations(nodes):
+    """Tolerations of every hard taint any node of the model carries: a pod that must run on every
+    node (Velero's node agent, the log collector) tolerates each, whatever the inventory set."""
+    return cluster_model.tolerations([taint for node in nodes or [] for taint in node.get("taints") or []])
+
+
+def _placement(infra):
+    if not infra:
+        return {}
+    return {"nodeSelector": {cluster_model.INFRA_LABEL: "true"}, "tolerations": [dict(cluster_model.INFRA_TOLERATION)]}
+
+
+def backup_template(chosen):
+    """The Backup spec every scheduled backup gets: the namespaces, every pod volume by file-system
+    backup (kopia), kept ``ttl``."""
+    template = {"includedNamespaces": list(chosen["namespaces"]), "excludedNamespaces": list(EXCLUDED_NAMESPACES),
+                "defaultVolumesToFsBackup": True, "storageLocation": LOCATION, "ttl": str(chosen["ttl"]),
+                "snapshotVolumes": False}
+    return template
+
+
+def velero_values(chosen, nodes, *, plugin_image, infra=False, namespace=NAMESPACE):
+    """Values of the velero chart: the S3 location, file-system backup through the node agent on
+    every node, no volume snapshots, the schedule, the credentials Secret by name."""
+    location = chosen["s3"]
+    values = {
+        "initContainers": [{
+            "name": PLUGIN_NAME, "image": str(plugin_image), "imagePullPolicy": "IfNotPresent",
+            "volumeMounts": [{"mountPath": "/target", "name": "plugins"}],
+        }],
+        "configuration": {
+            "backupStorageLocation": [{
+                "name": LOCATION, "provider": "aws", "bucket": str(location["bucket"]),
+                "prefix": _folder(location), "default": True, "config": location_config(location),
+            }],
+            "volumeSnapshotLocation": [],
+            "defaultVolumesToFsBackup": True,
+            "uploaderType": "kopia",
+        },
+        "credentials": {"useSecret": has_credentials(location)},
+        "snapshotsEnabled": False,
+        "deployNodeAgent": True,
+        "nodeAgent": {
+            # the pods' volumes are under the kubelet's root (k3s keeps the kubelet default)
+            "podVolumePath": "/var/lib/kubelet/pods",
+            "tolerations": node_tolerations(nodes),
+            "resources": {"requests": {"cpu": "100m", "memory": "256Mi"}, "limits": {"memory": "2Gi"}},
+        },
+        "schedules": {SCHEDULE_KEY: {
+            "disabled": False, "schedule": str(chosen["schedule"]), "useOwnerReferencesInBackup": False,
+            "template": backup_template(chosen),
+        }},
+    }
+    if has_credentials(location):
+        values["credentials"]["existingSecret"] = CREDENTIALS_SECRET
+    values.update(_placement(infra))
+    return values
+
+
+def components(values, model, *, plugin_image, chart_version, chart_repo="https://vmware-tanzu.github.io/helm-charts",
+               infra=None):
+    """The ``velero`` component (chart and namespace) when backups are on, else ``[]``.
+    ``values``: as :func:`settings`; ``model``: the cluster model (its nodes' taints).
+    ValueError naming every problem."""
+    found = problems(values)
+    if found:
+        raise ValueError("; ".join(found))
+    chosen = settings(values)
+    if not chosen["enabled"]:
+        return []
+    nodes = (model or {}).get("nodes") or []
+    if infra is None:
+        infra = any(cluster_model.INFRA_NODES in (node.get("groups") or []) for node in nodes)
+    return [{
+        "name": COMPONENT, "namespace": NAMESPACE,
+        # the node agent reads every pod's volumes through a hostPath: only the privileged level allows it
+        "namespace_labels": k3s_hardening.pod_security_labels("privileged"),
+        "fleet_labels": {"gpu-cluster.cps/bundle": COMPONENT},
+        "chart": {"repo": chart_repo, "name": "velero", "version": str(chart_version), "release": "velero",
+                  "values": velero_values(chosen, nodes, plugin_image=plugin_image, infra=infra)},
+    }]
+
+
+def restore(name, *, backup=None, schedule=SCHEDULE, namespaces=None, namespace=NAMESPACE):
+    """The Restore of a backup (``backup``: its name) or of the newest backup of ``schedule``:
+    the namespaces (default every one backed up), their PersistentVolumes and the pod volumes'
+    data; what already exists is left alone (``existingResourcePolicy: none``)."""
+    if not (isinstance(name, str) and DNS_LABEL.fullmatch(name)):
+        raise ValueError("the restore name %r must be a DNS label" % (name,))
+    for label, value in (("backup", backup), ("schedule", schedule)):
+        if value is not None and not (isinstance(value, str) and re.fullmatch(r"[a-z0-9]([-a-z0-9.]{0,251}[a-z0-9])?", value)):
+            raise ValueError("gpu_cluster_restore_%s is %r; name a Velero %s (see velero backup get)" % (label, value, label))
+    chosen = namespaces if namespaces not in (None, []) else ["*"]
+    problem = namespaces_problem(chosen, "gpu_cluster_restore_namespaces")
+    if problem:
+        raise ValueError(problem)
+    spec = {"includedNamespaces": list(chosen), "excludedNamespaces": list(EXCLUDED_NAMESPACES),
+            "restorePVs": True, "existingResourcePolicy": "none"}
+    if backup:
+        spec["backupName"] = backup
+    else:
+        spec["scheduleName"] = schedule
+    return {"apiVersion": "velero.io/v1", "kind": "Restore",
+            "metadata": {"name": name, "namespace": namespace, "labels": {"app.kubernetes.io/part-of": "gpu-cluster"}},
+            "spec": spec}
+
+
+def node_agent_pod(values):
+    """The node agent's pod as the proof sees it (tolerations, requests), from the chart values."""
+    agent = values.get("nodeAgent") or {}
+    return {"tolerations": list(agent.get("tolerations") or []),
+            "containers": [{"name": "node-agent", "resources": dict(agent.get("resources") or {})}]}
