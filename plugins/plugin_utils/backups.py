@@ -266,7 +266,7 @@ def components(values, model, *, plugin_image, chart_version, chart_repo="https:
         return []
     nodes = (model or {}).get("nodes") or []
     if infra is None:
-        infra = any(cluster_model.INFRA_NODES in (node.get("groups") or []) for node in nodes)
+        infra = cluster_model.has_infra_nodes(model)
     return [{
         "name": COMPONENT, "namespace": NAMESPACE,
         # the node agent reads every pod's volumes through a hostPath: only the privileged level allows it

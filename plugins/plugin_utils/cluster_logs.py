@@ -215,7 +215,7 @@ def components(values, model, *, loki_chart_version, alloy_chart_version,
         return []
     nodes = (model or {}).get("nodes") or []
     if infra is None:
-        infra = any(cluster_model.INFRA_NODES in (node.get("groups") or []) for node in nodes)
+        infra = cluster_model.has_infra_nodes(model)
     # the collector reads the nodes' /var/log through a hostPath: only the privileged level allows it
     privileged = k3s_hardening.pod_security_labels("privileged")
     loki = {"name": LOKI, "namespace": NAMESPACE, "namespace_labels": privileged,

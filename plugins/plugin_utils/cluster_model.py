@@ -51,6 +51,11 @@ MAINTENANCE_LABEL = "gpu-cluster.cps/maintenance"
 STATE_STORAGE_CLASS = "local-path"
 
 
+def has_infra_nodes(model):
+    """Whether the model has infra nodes (where state and the cluster's own services go)."""
+    return any(INFRA_NODES in (node.get("groups") or []) for node in (model or {}).get("nodes") or [])
+
+
 def state_placement(infra):
     """The nodeSelector (and toleration) of a pod that keeps state on a local volume: the infra nodes
     when ``infra`` (the inventory has some), else the k3s servers."""

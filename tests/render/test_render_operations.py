@@ -38,15 +38,15 @@ from test_render_charts import (
 
 ACCESS_KEY = "SENTINEL-backup-access-key-1234"
 SECRET_KEY = "SENTINEL-backup-secret-key-5678"
-# The homelab's commented backup, log and model-metrics settings, switched on (test_render_llm's
-# "monitored" render is this one: one render for both files).
+# The homelab's commented backup, log and model-metrics switches on, the S3 location (which has no
+# default) given, every other setting left at its default (test_render_llm's "monitored" render is
+# this one: one render for both files).
 OPERATIONS_SETTINGS = {
     "gpu_cluster_llm_monitoring_enabled": True, "gpu_cluster_llm_queue_alert_threshold": 40,
     "gpu_cluster_backup_enabled": True,
-    "gpu_cluster_backup_s3": {"endpoint": "minio.lan:9000", "bucket": "homelab", "folder": "velero",
+    "gpu_cluster_backup_s3": {"endpoint": "minio.lan:9000", "bucket": "homelab",
                               "access_key": ACCESS_KEY, "secret_key": SECRET_KEY},
-    "gpu_cluster_backup_schedule": "0 3 * * *", "gpu_cluster_backup_ttl": "720h",
-    "gpu_cluster_logs_enabled": True, "gpu_cluster_logs_retention": "14d", "gpu_cluster_logs_storage_size": "50Gi",
+    "gpu_cluster_logs_enabled": True,
 }
 OPERATIONS_RENDER = (HOMELAB, json.dumps(OPERATIONS_SETTINGS, sort_keys=True))
 # bundle -> (chart dir under tests/fixtures/charts/helm, namespace)
