@@ -11,6 +11,7 @@ import re
 from pathlib import Path
 
 import pytest
+import yaml
 from test_components_delivery import playbook, unreachable_kubeconfig
 
 REPO = Path(__file__).resolve().parents[2]
@@ -45,3 +46,15 @@ def test_skipped_in_a_lab_and_failed_elsewhere_without_a_cluster(tmp_path):
     rc, out = run("-e", json.dumps(settings))
     assert rc != 0, out
     assert "FAILED backup restore: no Kubernetes API server answers at 127.0.0.1:1" in out
+
+
+def test_the_default_name_is_chosen_once_for_every_task(tmp_path):
+    """The name holds the time: the file written and the object inside carry the same one."""
+    out = tmp_path / "restore"
+    rc, log = run("-e", json.dumps(dict(BACKUPS, gpu_cluster_restore_render_dir=str(out))))
+    assert rc == 0, log
+    (written,) = list(out.iterdir())
+    restore = yaml.safe_load(written.read_text())
+    assert written.stem == restore["metadata"]["name"]
+    assert re.fullmatch(r"restore-\d{8}-\d{6}", written.stem)
+    assert restore["spec"]["scheduleName"] == "velero-daily"
