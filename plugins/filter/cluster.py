@@ -1,7 +1,7 @@
 # -*- coding: utf-8 -*-
 # Copyright: (c) 2026, cps.gpu_cluster contributors
 # GNU General Public License v3.0+ (see COPYING or https://www.gnu.org/licenses/gpl-3.0.txt)
-"""The cluster model and the scheduling proof as filters: cluster_model, cluster_verify_workers, schedule."""
+"""The cluster model and the scheduling proof as filters: cluster_model, schedule."""
 
 from __future__ import (absolute_import, division, print_function)
 __metaclass__ = type
@@ -45,15 +45,6 @@ def cluster_model(groups, hostvars):
     return _model.build(*_plain(groups, hostvars))
 
 
-def cluster_verify_workers(model, hosts=None):
-    """The GPU workers verify plans its Jobs for, from the model (only ``hosts`` when given)."""
-    workers = _workloads.verify_workers(model)
-    if hosts is None:
-        return workers
-    names = set(node["name"] for node in model["nodes"] if node["host"] in set(hosts))
-    return [w for w in workers if w["node"] in names]
-
-
 def schedule(groups, hostvars):
     """The scheduling proof of an inventory: ``{rows, problems, table}``."""
     plain_groups, plain_hostvars = _plain(groups, hostvars)
@@ -61,11 +52,10 @@ def schedule(groups, hostvars):
 
 
 class FilterModule(object):
-    """cluster_model, cluster_verify_workers, schedule."""
+    """cluster_model, schedule."""
 
     def filters(self):
         return {
             "cluster_model": wrap(cluster_model, "cluster_model"),
-            "cluster_verify_workers": wrap(cluster_verify_workers, "cluster_verify_workers"),
             "schedule": wrap(schedule, "schedule"),
         }

@@ -1,7 +1,7 @@
 # -*- coding: utf-8 -*-
 # Copyright: (c) 2026, cps.gpu_cluster contributors
 # GNU General Public License v3.0+ (see COPYING or https://www.gnu.org/licenses/gpl-3.0.txt)
-"""Filters numa_placement, hugepage_kernel_args and hugepage_shortfall: NUMA placement of the VMs."""
+"""Filter numa_placement: NUMA placement of the VMs."""
 
 from __future__ import (absolute_import, division, print_function)
 __metaclass__ = type
@@ -12,7 +12,6 @@ from ansible.errors import AnsibleError, AnsibleFilterError
 
 from ansible_collections.cps.gpu_cluster.plugins.module_utils.numa import (
     TopologyError,
-    hugepage_kernel_args as _hugepage_kernel_args,
     hugepage_shortfall as _hugepage_shortfall,
     placement_request,
     placement_table,
@@ -65,25 +64,8 @@ def numa_placement(capture, groups, hostvars, proxmox_host):
     }
 
 
-def hugepage_kernel_args(reservation):
-    """``{size: {node: pages}}`` -> the kernel arguments reserving them at boot."""
-    try:
-        return _hugepage_kernel_args(dict(reservation or {}))
-    except (ValueError, AttributeError) as exc:
-        raise AnsibleFilterError("hugepage_kernel_args: %s" % exc) from exc
-
-
-def hugepage_shortfall(reservation, host_numa):
-    """What ``host_numa`` (pci_gpu_facts) lacks of the reservation, one message per node."""
-    return _hugepage_shortfall(dict(reservation or {}), dict(host_numa or {}))
-
-
 class FilterModule(object):
-    """cps.gpu_cluster NUMA placement."""
+    """numa_placement."""
 
     def filters(self):
-        return {
-            "numa_placement": numa_placement,
-            "hugepage_kernel_args": hugepage_kernel_args,
-            "hugepage_shortfall": hugepage_shortfall,
-        }
+        return {"numa_placement": numa_placement}

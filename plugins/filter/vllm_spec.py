@@ -1,12 +1,13 @@
 # -*- coding: utf-8 -*-
 # Copyright: (c) 2026, cps.gpu_cluster contributors
 # GNU General Public License v3.0+ (see COPYING or https://www.gnu.org/licenses/gpl-3.0.txt)
-"""Filters for LLM inference with vLLM (thin wrappers over module_utils.vllm)."""
+"""Filters of LLM serving: vllm_spec (one model's serving spec, public) and llm_setup (the steps of
+role llm_serving), over the private Python of plugins/plugin_utils/vllm.py."""
 
 from __future__ import (absolute_import, division, print_function)
 __metaclass__ = type
 
-from ansible_collections.cps.gpu_cluster.plugins.plugin_utils.filter_errors import wrap as _wrap
+from ansible_collections.cps.gpu_cluster.plugins.plugin_utils.filter_errors import phase_filter, wrap
 
 from ansible_collections.cps.gpu_cluster.plugins.plugin_utils import vllm
 
@@ -23,13 +24,18 @@ def vllm_problems(models, pools=None):
     return problems
 
 
+STEPS = {
+    "components": vllm.vllm_components,
+    "problems": vllm_problems,
+    "stale_objects": vllm.stale_objects,
+}
+
+
 class FilterModule(object):
-    """cps.gpu_cluster vLLM filters."""
+    """vllm_spec, llm_setup."""
 
     def filters(self):
         return {
-            "vllm_spec": _wrap(vllm.vllm_spec, "vllm_spec"),
-            "vllm_components": _wrap(vllm.vllm_components, "vllm_components"),
-            "vllm_problems": _wrap(vllm_problems, "vllm_problems"),
-            "vllm_stale_objects": _wrap(vllm.stale_objects, "vllm_stale_objects"),
+            "vllm_spec": wrap(vllm.vllm_spec, "vllm_spec"),
+            "llm_setup": phase_filter("llm_setup", STEPS),
         }

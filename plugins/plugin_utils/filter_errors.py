@@ -23,3 +23,21 @@ def wrap(function, name=None):
     wrapper.__name__ = name
     wrapper.__doc__ = function.__doc__
     return wrapper
+
+
+def phase_filter(name, steps):
+    """One public filter for a phase: ``value | cps.gpu_cluster.<name>('<step>', ...)`` runs
+    ``steps[step](value, ...)``; each step's errors name the filter and the step. The steps are the
+    private Python of the phase (plugins/plugin_utils/); a role calls its phase's filter, never a
+    helper of its own (issue 28)."""
+    wrapped = dict((step, wrap(function, "%s('%s')" % (name, step))) for step, function in steps.items())
+
+    def phase(value, step, *args, **kwargs):
+        function = wrapped.get(step) if isinstance(step, str) else None
+        if function is None:
+            raise AnsibleFilterError("%s: unknown step %r; the steps are %s" % (name, step, ", ".join(sorted(wrapped))))
+        return function(value, *args, **kwargs)
+    phase.__name__ = name
+    phase.__doc__ = "The %s phase's steps: %s." % (name, ", ".join(sorted(wrapped)))
+    phase.steps = tuple(sorted(wrapped))
+    return phase

@@ -7,6 +7,7 @@ the version gate, the token rules and the bootstrap decision (cluster-init or jo
 from __future__ import (absolute_import, division, print_function)
 __metaclass__ = type
 
+import base64
 import re
 import secrets
 
@@ -429,3 +430,45 @@ def identity_plan(recorded, on_servers, record_file=""):
     return {"problem": "", "identity": identity,
             "write_servers": [h for h, v in found.items() if not v],
             "write_record": not recorded}
+
+
+def probes_from_results(registered):
+    """{server: {reachable, etcd, token, api}} from the probe loops' registered results.
+
+    registered: {'etcd': results, 'token': results, 'api': results}, each a loop over the
+    servers (item = server) of stat (etcd directory, server token) and uri (/ping on 6443).
+    """
+    probes = {}
+    for kind, results in (registered or {}).items():
+        for result in results or []:
+            host = result.get("item")
+            entry = probes.setdefault(host, {"reachable": True, "etcd": False, "token": False, "api": False})
+            if result.get("unreachable"):
+                entry["reachable"] = False
+                continue
+            if kind == "api":
+                entry["api"] = int(result.get("status", -1) or -1) > 0
+            else:
+                stat = result.get("stat") or {}
+                entry[kind] = bool(stat.get("exists"))
+    return probes
+
+
+def restore_probes_from_results(registered):
+    """{server: {reachable, snapshot, restored, joined}} from the restore probe loops.
+
+    registered: {'snapshot': stat results (the named file in the snapshot directory),
+    'restored': and 'joined': slurp results of the restore markers}, each a loop over the servers.
+    """
+    probes = {}
+    for kind, results in (registered or {}).items():
+        for result in results or []:
+            host = result.get("item")
+            entry = probes.setdefault(host, {"reachable": True, "snapshot": False, "restored": "", "joined": ""})
+            if result.get("unreachable"):
+                entry["reachable"] = False
+            elif kind == "snapshot":
+                entry["snapshot"] = bool((result.get("stat") or {}).get("exists"))
+            elif result.get("content"):
+                entry[kind] = base64.b64decode(result["content"]).decode("utf-8", "replace").strip()
+    return probes

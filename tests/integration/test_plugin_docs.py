@@ -45,7 +45,7 @@ def ansible_doc(kind: str, names: list[str]) -> dict:
 
 def test_every_filter_has_its_own_documentation():
     names = filter_names()
-    assert len(names) > 100, "expected the collection's filters"
+    assert 20 <= len(names) <= 40, f"issue 28: at most 40 public filters, found {len(names)}"
     docs = ansible_doc("filter", sorted(names))
     problems = []
     for name, source in sorted(names.items()):
@@ -64,6 +64,43 @@ def test_every_filter_has_its_own_documentation():
         if not docs[f"cps.gpu_cluster.{name}"].get("examples"):
             problems.append(f"{name}: no EXAMPLES")
     assert not problems, "\n".join(problems)
+
+
+def test_every_phase_filter_documents_its_steps():
+    """A phase-level filter (issue 28) documents exactly the steps it runs, each with an example; an
+    unknown step is refused naming the steps."""
+    if str(COLLECTIONS) not in sys.path:
+        sys.path.insert(0, str(COLLECTIONS))
+    from ansible.errors import AnsibleFilterError
+    phases = {}
+    for path in sorted((REPO / "plugins" / "filter").glob("*.py")):
+        module = importlib.import_module(f"ansible_collections.cps.gpu_cluster.plugins.filter.{path.stem}")
+        phases.update((name, f) for name, f in module.FilterModule().filters().items() if hasattr(f, "steps"))
+    assert {"verify_plan", "verify_judge", "verify_report", "jupyterhub_verify_plan", "jupyterhub_verify_judge"} <= set(phases)
+    docs = ansible_doc("filter", sorted(phases))
+    for name, phase in sorted(phases.items()):
+        entry = docs[f"cps.gpu_cluster.{name}"]
+        step = entry["doc"]["options"]["step"]
+        assert tuple(step["choices"]) == phase.steps, f"{name}: the documented steps differ from the steps it runs"
+        assert len(step["description"]) == len(phase.steps) + 1, f"{name}: one description line per step"
+        for one in phase.steps:
+            assert f"cps.gpu_cluster.{name}('{one}'" in entry["examples"], f"{name}: no example of step {one}"
+        with pytest.raises(AnsibleFilterError, match=f"{name}: unknown step 'nope'; the steps are "):
+            phase("x", "nope")
+
+
+def test_moved_filter_names_say_what_replaces_them():
+    """Every filter name that was published and moved into a phase filter is a tombstone in
+    meta/runtime.yml naming its replacement (plugin_routing), and that replacement exists."""
+    import yaml
+    routing = yaml.safe_load((REPO / "meta" / "runtime.yml").read_text())["plugin_routing"]["filter"]
+    names = filter_names()
+    tombstones = {old: entry["tombstone"]["warning_text"] for old, entry in routing.items() if "tombstone" in entry}
+    assert len(tombstones) > 80
+    for old, text in tombstones.items():
+        assert old not in names, f"{old} is both a filter and a tombstone"
+        new = text.split("cps.gpu_cluster.", 1)[1].split("(", 1)[0]
+        assert new in names, f"{old}: the replacement {new} is not a filter"
 
 
 def test_every_filter_sidecar_names_a_filter():

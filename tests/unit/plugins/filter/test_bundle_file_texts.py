@@ -1,4 +1,4 @@
-"""bundle_file_texts: a bundle's texts are the header and the data as to_nice_yaml writes it."""
+"""components('bundle_file_texts'): a bundle's texts are the header and the data as to_nice_yaml writes it."""
 
 from __future__ import annotations
 
@@ -7,7 +7,12 @@ import yaml
 from ansible.errors import AnsibleFilterError
 from ansible_collections.cps.gpu_cluster.plugins.filter.components import FilterModule
 
-TEXTS = FilterModule().filters()["bundle_file_texts"]
+COMPONENTS = FilterModule().filters()["components"]
+
+
+def TEXTS(files, *args):  # noqa: N802 - reads as the step it calls
+    return COMPONENTS(files, "bundle_file_texts", *args)
+
 HEADER = "#\n# Ansible managed\n#"
 
 
@@ -36,5 +41,5 @@ def test_multiline_strings_round_trip():
     ([], ["not", "a", "mapping"], "must be a mapping"),
 ])
 def test_bad_input_fails_with_the_filter_name(files, fleet, message):
-    with pytest.raises(AnsibleFilterError, match="bundle_file_texts: .*" + message.replace("{", r"\{").replace("}", r"\}")):
+    with pytest.raises(AnsibleFilterError, match=r"components\('bundle_file_texts'\): .*" + message.replace("{", r"\{").replace("}", r"\}")):
         TEXTS(files, fleet, HEADER)

@@ -1,4 +1,4 @@
-"""The gpu_perf_verdict filter (and the verify_* filters of the same plugin) as Ansible calls them."""
+"""The gpu_perf_verdict filter and the verify phase's three filters as Ansible calls them."""
 
 from __future__ import annotations
 
@@ -8,8 +8,9 @@ from pathlib import Path
 import pytest
 from ansible.errors import AnsibleFilterError
 from ansible_collections.cps.gpu_cluster.plugins.filter.gpu_perf_verdict import FilterModule
+from ansible_collections.cps.gpu_cluster.plugins.filter.verify import FilterModule as VerifyFilters
 
-FILTERS = FilterModule().filters()
+FILTERS = dict(FilterModule().filters(), **VerifyFilters().filters())
 H100 = json.loads((Path(__file__).resolve().parents[3] / "fixtures" / "gpu_probe" / "h100-sxm-reference.json").read_text())
 
 
@@ -26,12 +27,15 @@ def test_reference_passes_and_degraded_fail():
 def test_bad_input_is_a_filter_error():
     with pytest.raises(AnsibleFilterError, match=r"gpu_perf_verdict: .*not JSON"):
         FILTERS["gpu_perf_verdict"]("not json")
-    with pytest.raises(AnsibleFilterError, match=r"verify_row: .*status 'GOOD'"):
-        FILTERS["verify_row"]("x", "y", "GOOD", "z")
+    with pytest.raises(AnsibleFilterError, match=r"verify_judge\('row'\): .*status 'GOOD'"):
+        FILTERS["verify_judge"]("x", "row", "y", "GOOD", "z")
+    with pytest.raises(AnsibleFilterError, match=r"verify_judge: unknown step 'rows'; the steps are capacity_rows, "):
+        FILTERS["verify_judge"]("x", "rows")
 
 
-def test_every_verify_filter_is_registered():
-    assert {"gpu_perf_verdict", "verify_row", "verify_worker_gpus", "verify_worker_spec", "verify_guest_view",
-            "verify_guest_row", "verify_capacity_rows", "verify_etcd_row", "verify_plan_jobs", "verify_plan_manifests",
-            "verify_job_manifests", "verify_judge_job", "verify_build_report", "verify_report_markdown",
-            "verify_report_lines"} <= set(FILTERS)
+def test_verify_is_plan_judge_report():
+    """Issue 28: the verify role calls three filters, not nineteen."""
+    assert {name for name in FILTERS if name.startswith("verify")} == {"verify_plan", "verify_judge", "verify_report"}
+    assert FILTERS["verify_report"].steps == ("build", "lines", "markdown")
+    assert {"jobs", "manifests", "worker_spec", "expected_capacity"} <= set(FILTERS["verify_plan"].steps)
+    assert {"job", "etcd_row", "capacity_rows", "pool_rows", "worker_gpus", "guest_row", "row"} <= set(FILTERS["verify_judge"].steps)

@@ -1,11 +1,17 @@
-"""k3s_restore_plan: the restore probe loops' registered results (stat, slurp; unreachable items
+"""day2('etcd_restore_plan'): the restore probe loops' registered results (stat, slurp; unreachable items
 as ignore_unreachable leaves them) turned into k3s.restore_plan's decision."""
 
 import base64
 
-from ansible_collections.cps.gpu_cluster.plugins.filter.k3s import FilterModule
+from ansible_collections.cps.gpu_cluster.plugins.filter.day2 import FilterModule
 
-PLAN = FilterModule().filters()["k3s_restore_plan"]
+DAY2 = FilterModule().filters()["day2"]
+
+
+def PLAN(registered, *args):  # noqa: N802 - reads as the step it calls
+    return DAY2(registered, "etcd_restore_plan", *args)
+
+
 SERVERS = ["cp1", "cp2", "cp3"]
 
 

@@ -8,8 +8,10 @@ from pathlib import Path
 import pytest
 from ansible.errors import AnsibleFilterError
 from ansible_collections.cps.gpu_cluster.plugins.filter.numa_placement import FilterModule
+from ansible_collections.cps.gpu_cluster.plugins.filter.vfio_setup import FilterModule as VfioFilters
 
 FILTERS = FilterModule().filters()
+VFIO = VfioFilters().filters()["vfio_setup"]
 CAPTURE = json.loads((Path(__file__).resolve().parents[3] / "fixtures" / "numa"
                       / "two-socket-xeon-gold-6248r-8gpu.pci_gpu_facts.json").read_text())
 GROUPS = {"all": ["pve1", "wk-gpu1", "cp1"], "proxmox_hosts": ["pve1"], "gpu_workers": ["wk-gpu1"], "k3s_servers": ["cp1"]}
@@ -29,7 +31,7 @@ def test_plan_from_a_saved_module_result():
     assert result["hugepages"] == {"1G": {"1": 64}}
     assert result["hugepages_missing"] == ["node 1 has 0 1G huge pages reserved, the plan needs 64"]
     assert result["table"][0].startswith("NUMA placement on pve1")
-    assert FILTERS["hugepage_kernel_args"](result["hugepages"]) == ["hugepagesz=1G", "hugepages=1:64"]
+    assert VFIO(result["hugepages"], "hugepage_args") == ["hugepagesz=1G", "hugepages=1:64"]
 
 
 def test_refused_plan_gives_no_tfvars():
@@ -46,4 +48,4 @@ def test_bad_capture_is_a_filter_error(capture, message):
 
 def test_bad_reservation_is_a_filter_error():
     with pytest.raises(AnsibleFilterError, match="one size per host"):
-        FILTERS["hugepage_kernel_args"]({"1G": {"0": 1}, "2M": {"0": 2}})
+        VFIO({"1G": {"0": 1}, "2M": {"0": 2}}, "hugepage_args")

@@ -13,7 +13,7 @@ from pathlib import Path
 
 import pytest
 import yaml
-from ansible_collections.cps.gpu_cluster.plugins.filter.k3s_hardening import FilterModule as HardeningFilters
+from ansible_collections.cps.gpu_cluster.plugins.filter.k3s_setup import FilterModule as K3sFilters
 from ansible_collections.cps.gpu_cluster.plugins.plugin_utils import cluster_model as cmod
 from ansible_collections.cps.gpu_cluster.plugins.plugin_utils import cluster_workloads as cw
 from ansible_collections.cps.gpu_cluster.plugins.plugin_utils import gpu_pools, jupyterhub, vllm
@@ -233,7 +233,7 @@ def test_the_homelab_admission_configuration_refuses_a_namespace_without_a_grant
     groups, hostvars = homelab
     model = cmod.build(groups, hostvars)
     assert model["limited"] == ["nvidia.com/mig-1g.10gb"]
-    admission = HardeningFilters().filters()["k3s_pod_security_admission_config"]([], "restricted", model["limited"])
+    admission = K3sFilters().filters()["k3s_setup"]([], "admission_config", "restricted", model["limited"])
     admission = yaml.safe_load(yaml.safe_dump(admission))  # as the server reads the file
     limited = next(p for p in admission["plugins"] if p["name"] == "ResourceQuota")["configuration"]["limitedResources"]
     workers = dict((h, hostvars[h]) for h in groups["gpu_workers"])

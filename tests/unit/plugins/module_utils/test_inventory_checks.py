@@ -692,7 +692,7 @@ def test_gpu_operator_versions_are_the_roles():
     role = Path(__file__).resolve().parents[4] / "roles" / "gpu_operator"
     assert ic.GPU_OPERATOR_SUPPORTED_VERSIONS is components.GPU_OPERATOR_SUPPORTED_VERSIONS
     defaults = yaml.safe_load((role / "defaults" / "main.yml").read_text())
-    assert "cps.gpu_cluster.supported_versions" in defaults["gpu_operator_supported_versions"]
+    assert "cps.gpu_cluster.gpu_setup('supported_versions')" in defaults["gpu_operator_supported_versions"]
     spec = yaml.safe_load((role / "meta" / "argument_specs.yml").read_text())
     assert spec["argument_specs"]["main"]["options"]["gpu_operator_supported_versions"]["default"] == list(components.GPU_OPERATOR_SUPPORTED_VERSIONS)
     assert components.supported_versions("gpu-operator") == list(components.GPU_OPERATOR_SUPPORTED_VERSIONS)

@@ -1,0 +1,39 @@
+# -*- coding: utf-8 -*-
+# Copyright: (c) 2026, cps.gpu_cluster contributors
+# GNU General Public License v3.0+ (see COPYING or https://www.gnu.org/licenses/gpl-3.0.txt)
+"""Filter day2: the decisions of the day-2 playbooks (etcd_snapshot.yml restore, the cluster identity,
+add_node.yml, remove_node.yml, backup_restore.yml, gpu_driver_upgrade.yml), over the private Python of
+plugins/plugin_utils/."""
+
+from __future__ import (absolute_import, division, print_function)
+__metaclass__ = type
+
+from ansible_collections.cps.gpu_cluster.plugins.plugin_utils import backups, gpu_driver, k3s, k3s_parity
+from ansible_collections.cps.gpu_cluster.plugins.plugin_utils.filter_errors import phase_filter
+
+
+def _restore_plan(registered, servers, first_server, snapshot, backups_dir=None, s3=False):  # noqa: PLR0917 - a filter: Jinja passes by position
+    """Where and how an etcd snapshot restore runs, or why it may not (k3s.restore_plan)."""
+    return k3s.restore_plan(servers, first_server, k3s.restore_probes_from_results(registered), snapshot, backups_dir, bool(s3))
+
+
+def _remove_node_problem(node, cluster_hosts, servers, allow_small_quorum=False):
+    """'' when playbooks/remove_node.yml may remove `node`, else why not."""
+    return k3s_parity.remove_node_problem(node, cluster_hosts, servers, bool(allow_small_quorum))
+
+
+STEPS = {
+    "etcd_restore_plan": _restore_plan,
+    "identity_plan": k3s.identity_plan,
+    "join_version_problem": k3s.join_version_problem,
+    "remove_node_problem": _remove_node_problem,
+    "backup_restore": backups.restore,
+    "driver_upgrade_progress": gpu_driver.upgrade_progress,
+}
+
+
+class FilterModule(object):
+    """day2."""
+
+    def filters(self):
+        return {"day2": phase_filter("day2", STEPS)}
