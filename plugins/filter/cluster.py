@@ -6,13 +6,9 @@
 from __future__ import (absolute_import, division, print_function)
 __metaclass__ = type
 
-from collections.abc import Mapping
-
-from ansible.errors import AnsibleError
-
 from ansible_collections.cps.gpu_cluster.plugins.plugin_utils import cluster_model as _model
 from ansible_collections.cps.gpu_cluster.plugins.plugin_utils import cluster_workloads as _workloads
-from ansible_collections.cps.gpu_cluster.plugins.plugin_utils.filter_errors import wrap
+from ansible_collections.cps.gpu_cluster.plugins.plugin_utils.filter_errors import plain_inventory, wrap
 
 # What the model and the workload builders read of a host (role defaults are not in hostvars).
 _READ = ("ansible_host", "k3s_node_labels", "k3s_node_taints")
@@ -21,22 +17,8 @@ _READ = ("ansible_host", "k3s_node_labels", "k3s_node_taints")
 def _plain(groups, hostvars):
     """Plain (groups, hostvars) of what the model reads; a value that cannot be templated on the
     control node is left out (preflight names it)."""
-    if not isinstance(groups, Mapping) or not isinstance(hostvars, Mapping):
-        raise ValueError("give the groups mapping and hostvars: groups | cps.gpu_cluster.cluster_model(hostvars)")
-    plain_groups = dict((str(name), [str(h) for h in hosts]) for name, hosts in groups.items())
-    plain_hostvars = {}
-    for host in plain_groups.get("all") or list(hostvars):
-        if host not in hostvars:
-            continue
-        variables = hostvars[host]
-        values = {}
-        for name in list(variables.keys()):
-            if name.startswith("gpu_cluster_") or name in _READ:
-                try:
-                    values[name] = variables[name]
-                except AnsibleError:
-                    continue
-        plain_hostvars[host] = values
+    plain_groups, plain_hostvars, _failures = plain_inventory(
+        "cluster_model", groups, hostvars, lambda name: name.startswith("gpu_cluster_") or name in _READ)
     return plain_groups, plain_hostvars
 
 

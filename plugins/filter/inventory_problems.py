@@ -7,13 +7,11 @@ from __future__ import (absolute_import, division, print_function)
 __metaclass__ = type
 
 import os
-from collections.abc import Mapping
 
 import yaml
 
-from jinja2 import Undefined
 
-from ansible.errors import AnsibleError, AnsibleFilterError
+from ansible_collections.cps.gpu_cluster.plugins.plugin_utils.filter_errors import plain_inventory
 
 from ansible_collections.cps.gpu_cluster.plugins.plugin_utils.inventory_checks import inventory_problems as _inventory_problems
 from ansible_collections.cps.gpu_cluster.plugins.plugin_utils.inventory_checks import inventory_warnings as _inventory_warnings
@@ -46,67 +44,16 @@ def _wanted(name, options=frozenset()):
     return name in ("ansible_host", "ansible_connection") or name.startswith("gpu_cluster_") or name in options
 
 
-def _undefined_in(value):
-    """The first undefined part of a value (a Jinja Undefined, which ansible-core 2.19 hands out
-    for a template that failed), or None."""
-    if isinstance(value, Undefined):
-        return value
-    if isinstance(value, Mapping):
-        for item in value.values():
-            found = _undefined_in(item)
-            if found is not None:
-                return found
-    elif isinstance(value, (list, tuple)):
-        for item in value:
-            found = _undefined_in(item)
-            if found is not None:
-                return found
-    return None
-
-
-def _undefined_message(undefined):
-    message = getattr(undefined, "_undefined_message", None)
-    try:
-        return str(message) if message else "undefined"
-    except Exception:  # pylint: disable=broad-except
-        return "undefined"
-
-
-def _host_variables(hostvars, host, failures):
-    """The variables the checks read, templated, as a plain dict; a value that cannot be templated
-    on the control node is left out and recorded in failures (name -> (reason, [hosts]))."""
-    variables = hostvars[host]
-    result = {}
-    options = frozenset(name for spec in role_specs().values() for name in spec)
-    for name in list(variables.keys()):
-        if not _wanted(name, options):
-            continue
-        try:
-            value = variables[name]
-            undefined = _undefined_in(value)
-            reason = None if undefined is None else _undefined_message(undefined)
-        except AnsibleError as exc:
-            reason = str(exc).splitlines()[0] if str(exc) else type(exc).__name__
-        if reason is None:
-            result[name] = value
-        elif name.startswith("gpu_cluster_") or name == "ansible_host":
-            failures.setdefault(name, (reason, []))[1].append(host)
-        # A role variable built from facts is the role's to check when it runs.
-    return result
-
-
 def _plain(filter_name, groups, hostvars):
-    """Plain (groups, hostvars) dicts of what the checks read."""
-    if not isinstance(groups, Mapping):
-        raise AnsibleFilterError("%s: the input must be the groups mapping, got %s" % (filter_name, type(groups).__name__))
-    if not isinstance(hostvars, Mapping):
-        raise AnsibleFilterError("%s: hostvars must be a mapping, got %s" % (filter_name, type(hostvars).__name__))
-    plain_groups = dict((name, list(hosts)) for name, hosts in groups.items())
-    hosts = plain_groups.get("all") or list(hostvars.keys())
-    failures = {}
-    plain_hostvars = dict((host, _host_variables(hostvars, host, failures)) for host in hosts if host in hostvars)
+    """Plain (groups, hostvars) dicts of what the checks read, and a problem for each gpu_cluster_*
+    variable or ansible_host that cannot be templated (a role variable built from facts is the
+    role's to check when it runs)."""
+    options = frozenset(name for spec in role_specs().values() for name in spec)
+    plain_groups, plain_hostvars, failures = plain_inventory(filter_name, groups, hostvars, lambda name: _wanted(name, options))
     problems = []
     for name, (reason, on) in failures.items():
+        if not (name.startswith("gpu_cluster_") or name == "ansible_host"):
+            continue
         where = on[0] if len(on) == 1 else "%s (and %d other host(s))" % (on[0], len(on) - 1)
         problems.append("%s: %s cannot be templated on the control node (%s); preflight reads the inventory before any host "
                         "is contacted, so give it a value that needs no facts and no undefined variable" % (where, name, reason))

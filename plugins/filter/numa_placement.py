@@ -8,8 +8,9 @@ __metaclass__ = type
 
 from collections.abc import Mapping
 
-from ansible.errors import AnsibleError, AnsibleFilterError
+from ansible.errors import AnsibleFilterError
 
+from ansible_collections.cps.gpu_cluster.plugins.plugin_utils.filter_errors import plain_inventory, refuse_failures
 from ansible_collections.cps.gpu_cluster.plugins.module_utils.numa import (
     TopologyError,
     hugepage_shortfall as _hugepage_shortfall,
@@ -21,32 +22,20 @@ from ansible_collections.cps.gpu_cluster.plugins.module_utils.numa import (
 )
 
 
-def _plain_hostvars(hostvars, hosts):
-    plain = {}
-    for host in hosts:
-        variables = hostvars[host]
-        values = {}
-        for name in list(variables.keys()):
-            if name.startswith("gpu_cluster_"):
-                try:
-                    values[name] = variables[name]
-                except AnsibleError as exc:
-                    raise AnsibleFilterError("numa_placement: %s: %s cannot be templated: %s" % (host, name, exc)) from exc
-        plain[host] = values
-    return plain
-
-
 def numa_placement(capture, groups, hostvars, proxmox_host):
     """The NUMA placement of the inventory's VMs on ``proxmox_host`` with this topology."""
     if not isinstance(groups, Mapping) or not isinstance(hostvars, Mapping):
         raise AnsibleFilterError("numa_placement: use it as topology | cps.gpu_cluster.numa_placement(groups, hostvars, proxmox_host)")
+    plain_groups = dict((name, list(hosts)) for name, hosts in groups.items())
+    hosts = [proxmox_host, *plain_groups.get("gpu_workers", []), *plain_groups.get("k3s_servers", [])]
+    plain_groups, plain_hostvars, failures = plain_inventory("numa_placement", groups, hostvars,
+                                                             lambda name: name.startswith("gpu_cluster_"), hosts)
+    refuse_failures("numa_placement", failures)
     try:
         topology, gpu_nodes = topology_from_capture(dict(capture) if isinstance(capture, Mapping) else capture)
     except TopologyError as exc:
         raise AnsibleFilterError("numa_placement: %s" % exc) from exc
-    plain_groups = dict((name, list(hosts)) for name, hosts in groups.items())
-    hosts = [proxmox_host, *plain_groups.get("gpu_workers", []), *plain_groups.get("k3s_servers", [])]
-    request = placement_request(plain_groups, _plain_hostvars(hostvars, hosts), proxmox_host)
+    request = placement_request(plain_groups, plain_hostvars, proxmox_host)
     try:
         plan, problems = plan_placement(topology, gpu_nodes, request["workers"], request["control_planes"],
                                         host_cores=request["host_cores"], host_memory_mb=request["host_memory_mb"],

@@ -11,6 +11,7 @@ from __future__ import (absolute_import, division, print_function)
 __metaclass__ = type
 
 from ansible_collections.cps.gpu_cluster.plugins.plugin_utils import phase
+from ansible_collections.cps.gpu_cluster.plugins.plugin_utils.filter_errors import wrap
 
 
 class FilterModule(object):
@@ -18,6 +19,6 @@ class FilterModule(object):
 
     def filters(self):
         return {
-            "phase_gate": phase.phase_gate,
-            "command_failure": phase.command_failure,
+            "phase_gate": wrap(phase.phase_gate, "phase_gate"),
+            "command_failure": wrap(phase.command_failure, "command_failure"),
         }

@@ -6,17 +6,8 @@
 from __future__ import (absolute_import, division, print_function)
 __metaclass__ = type
 
-from ansible.errors import AnsibleFilterError
-
 from ansible_collections.cps.gpu_cluster.plugins.plugin_utils import state_dir as _state_dir
-
-
-def state_dir(inventory_sources, configured="", sub=""):
-    """The state directory (or one of its sub-directories) of this inventory."""
-    try:
-        return _state_dir.state_dir(inventory_sources, configured, sub)
-    except ValueError as exc:
-        raise AnsibleFilterError(str(exc)) from exc
+from ansible_collections.cps.gpu_cluster.plugins.plugin_utils.filter_errors import wrap
 
 
 class FilterModule(object):
@@ -24,6 +15,6 @@ class FilterModule(object):
 
     def filters(self):
         return {
-            "state_dir": state_dir,
-            "state_dir_problems": _state_dir.state_dir_problems,
+            "state_dir": wrap(_state_dir.state_dir, "state_dir"),
+            "state_dir_problems": wrap(_state_dir.state_dir_problems, "state_dir_problems"),
         }

@@ -48,8 +48,9 @@ _value:
 
 from collections.abc import Mapping
 
-from ansible.errors import AnsibleError, AnsibleFilterError
+from ansible.errors import AnsibleFilterError
 
+from ansible_collections.cps.gpu_cluster.plugins.plugin_utils.filter_errors import plain_inventory, refuse_failures, wrap
 from ansible_collections.cps.gpu_cluster.plugins.plugin_utils.terraform_vars import terraform_vars as _terraform_vars
 
 
@@ -57,34 +58,17 @@ def _wanted(name):
     return name in ("ansible_host", "ansible_user") or name.startswith("gpu_cluster_")
 
 
-def _host_variables(hostvars, host):
-    """The variables the module reads, templated, as a plain dict."""
-    variables = hostvars[host]
-    result = {}
-    for name in list(variables.keys()):
-        if _wanted(name):
-            try:
-                result[name] = variables[name]
-            except AnsibleError as exc:
-                raise AnsibleFilterError("terraform_vars: %s: %s cannot be templated: %s" % (host, name, exc)) from exc
-    return result
-
-
 def terraform_vars(groups, hostvars, ssh_public_keys):
     """The terraform/proxmox variables of the inventory described by groups and hostvars."""
     if not isinstance(groups, Mapping) or not isinstance(hostvars, Mapping):
         raise AnsibleFilterError("terraform_vars: use it as groups | cps.gpu_cluster.terraform_vars(hostvars, ssh_public_keys)")
-    plain_groups = dict((name, list(hosts)) for name, hosts in groups.items())
-    hosts = plain_groups.get("all") or list(hostvars.keys())
-    plain_hostvars = dict((host, _host_variables(hostvars, host)) for host in hosts)
-    try:
-        return _terraform_vars(plain_groups, plain_hostvars, list(ssh_public_keys or []))
-    except (ValueError, KeyError, TypeError) as exc:
-        raise AnsibleFilterError("terraform_vars: %s" % exc) from exc
+    plain_groups, plain_hostvars, failures = plain_inventory("terraform_vars", groups, hostvars, _wanted)
+    refuse_failures("terraform_vars", failures)
+    return _terraform_vars(plain_groups, plain_hostvars, list(ssh_public_keys or []))
 
 
 class FilterModule(object):
     """cps.gpu_cluster Terraform helpers."""
 
     def filters(self):
-        return {"terraform_vars": terraform_vars}
+        return {"terraform_vars": wrap(terraform_vars, "terraform_vars")}

@@ -42,21 +42,12 @@ _value:
   sample: v1.36.4+k3s1
 """
 
-from ansible.errors import AnsibleFilterError
-
 from ansible_collections.cps.gpu_cluster.plugins.plugin_utils import versions
-
-
-def pinned(key):
-    """The pinned value of one key of versions.yml."""
-    try:
-        return versions.pinned(key)
-    except (IOError, OSError, ValueError) as exc:
-        raise AnsibleFilterError("cps.gpu_cluster.pinned: %s" % exc) from exc
+from ansible_collections.cps.gpu_cluster.plugins.plugin_utils.filter_errors import wrap
 
 
 class FilterModule(object):
     """pinned."""
 
     def filters(self):
-        return {"pinned": pinned}
+        return {"pinned": wrap(versions.pinned, "cps.gpu_cluster.pinned", errors=(IOError, OSError, ValueError))}

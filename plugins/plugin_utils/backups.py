@@ -17,6 +17,7 @@ __metaclass__ = type
 import re
 
 from ansible_collections.cps.gpu_cluster.plugins.plugin_utils import cluster_model, k3s_hardening, k3s_parity
+from ansible_collections.cps.gpu_cluster.plugins.plugin_utils.forms import DNS_LABEL, GO_DURATION
 
 COMPONENT = "velero"
 NAMESPACE = "velero"
@@ -39,8 +40,6 @@ CRON_FIELDS = ((0, 59), (0, 23), (1, 31), (1, 12), (0, 7))
 CRON_DESCRIPTORS = ("@yearly", "@annually", "@monthly", "@weekly", "@daily", "@midnight", "@hourly")
 CRON_ITEM = re.compile(r"(\*|(\d+)(?:-(\d+))?)(?:/(\d+))?")
 # metav1.Duration as Go's time.ParseDuration reads it; Velero's ttl (hours at most, no days).
-GO_DURATION = re.compile(r"(\d+(\.\d+)?(h|m|s|ms))+")
-DNS_LABEL = re.compile(r"[a-z0-9]([-a-z0-9]{0,61}[a-z0-9])?")
 
 
 def _cron_field_ok(text, low, high):

@@ -28,8 +28,8 @@ __metaclass__ = type
 
 import copy
 import re
+from ansible_collections.cps.gpu_cluster.plugins.plugin_utils.forms import DNS_LABEL
 
-DNS_LABEL = re.compile(r"^[a-z0-9]([-a-z0-9]*[a-z0-9])?\Z")
 VERSION = re.compile(r"^v?(\d+)\.(\d+)(?:\.(\d+))?")
 
 # Pod Security admission labels for a namespace whose pods need privileged/hostPID.

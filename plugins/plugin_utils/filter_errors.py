@@ -1,24 +1,33 @@
 # -*- coding: utf-8 -*-
 # Copyright: (c) 2026, cps.gpu_cluster contributors
 # GNU General Public License v3.0+ (see COPYING or https://www.gnu.org/licenses/gpl-3.0.txt)
-"""One error wrapper for every filter plugin: the pure functions in module_utils raise
-ValueError/KeyError/TypeError on bad input; a filter turns that into AnsibleFilterError naming
-the filter, so a playbook shows a clear message instead of a traceback."""
+"""The boundary of every filter plugin, written once (issue 28):
+
+- wrap: the pure functions of plugins/plugin_utils/ raise ValueError/KeyError/TypeError on bad
+  input; a filter turns that into AnsibleFilterError naming the filter, so a playbook shows a clear
+  message instead of a traceback;
+- phase_filter: one public filter per phase, its steps the phase's private functions;
+- plain_inventory: Ansible's groups and hostvars as plain dicts of the variables a filter reads,
+  templated, with what cannot be templated on the control node set aside for the caller to report."""
 
 from __future__ import (absolute_import, division, print_function)
 __metaclass__ = type
 
-from ansible.errors import AnsibleFilterError
+from collections.abc import Mapping
+
+from jinja2 import Undefined
+
+from ansible.errors import AnsibleError, AnsibleFilterError
 
 
-def wrap(function, name=None):
-    """function, raising AnsibleFilterError('<name>: <reason>') on bad input."""
+def wrap(function, name=None, errors=(ValueError, KeyError, TypeError)):
+    """function, raising AnsibleFilterError('<name>: <reason>') on bad input (``errors``)."""
     name = name or function.__name__
 
     def wrapper(*args, **kwargs):
         try:
             return function(*args, **kwargs)
-        except (ValueError, KeyError, TypeError) as exc:
+        except errors as exc:
             raise AnsibleFilterError("%s: %s" % (name, exc)) from exc
     wrapper.__name__ = name
     wrapper.__doc__ = function.__doc__
@@ -41,3 +50,71 @@ def phase_filter(name, steps):
     phase.__doc__ = "The %s phase's steps: %s." % (name, ", ".join(sorted(wrapped)))
     phase.steps = tuple(sorted(wrapped))
     return phase
+
+
+def _undefined_in(value):
+    """The first undefined part of a value (a Jinja Undefined, which ansible-core 2.19 hands out
+    for a template that failed), or None."""
+    if isinstance(value, Undefined):
+        return value
+    if isinstance(value, Mapping):
+        for item in value.values():
+            found = _undefined_in(item)
+            if found is not None:
+                return found
+    elif isinstance(value, (list, tuple)):
+        for item in value:
+            found = _undefined_in(item)
+            if found is not None:
+                return found
+    return None
+
+
+def _undefined_message(undefined):
+    message = getattr(undefined, "_undefined_message", None)
+    try:
+        return str(message) if message else "undefined"
+    except Exception:  # pylint: disable=broad-except
+        return "undefined"
+
+
+def plain_inventory(name, groups, hostvars, wanted, hosts=None):
+    """``(groups, hostvars, failures)`` as plain dicts: every group's hosts, and per host (``hosts``, by
+    default the group ``all``) the variables ``wanted(variable)`` selects, templated. A value that
+    cannot be templated on the control node is left out and recorded in ``failures``
+    ``{variable: (reason, [hosts])}``; the filter decides whether that is an error."""
+    if not isinstance(groups, Mapping):
+        raise AnsibleFilterError("%s: the input must be the groups mapping, got %s" % (name, type(groups).__name__))
+    if not isinstance(hostvars, Mapping):
+        raise AnsibleFilterError("%s: hostvars must be a mapping, got %s" % (name, type(hostvars).__name__))
+    plain_groups = dict((str(group), [str(host) for host in members]) for group, members in groups.items())
+    if hosts is None:
+        hosts = plain_groups.get("all") or list(hostvars.keys())
+    plain_hostvars = {}
+    failures = {}
+    for host in hosts:
+        if host not in hostvars:
+            continue
+        variables = hostvars[host]
+        values = {}
+        for variable in list(variables.keys()):
+            if not wanted(variable):
+                continue
+            try:
+                value = variables[variable]
+                undefined = _undefined_in(value)
+                reason = None if undefined is None else _undefined_message(undefined)
+            except AnsibleError as exc:
+                reason = str(exc).splitlines()[0] if str(exc) else type(exc).__name__
+            if reason is None:
+                values[variable] = value
+            else:
+                failures.setdefault(variable, (reason, []))[1].append(host)
+        plain_hostvars[host] = values
+    return plain_groups, plain_hostvars, failures
+
+
+def refuse_failures(name, failures):
+    """Raise AnsibleFilterError naming the first value ``plain_inventory`` could not template."""
+    for variable, (reason, hosts) in failures.items():
+        raise AnsibleFilterError("%s: %s: %s cannot be templated: %s" % (name, hosts[0], variable, reason))

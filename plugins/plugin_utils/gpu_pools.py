@@ -54,6 +54,8 @@ except ImportError:  # pragma: no cover - PyYAML ships with ansible-core
 from ansible_collections.cps.gpu_cluster.plugins.module_utils.gpu_capacity import evaluate
 from ansible_collections.cps.gpu_cluster.plugins.plugin_utils.mig_parted_config import DEFAULT_MIG_PARTED_CONFIGMAP
 from ansible_collections.cps.gpu_cluster.plugins.plugin_utils import node_vars
+from ansible_collections.cps.gpu_cluster.plugins.plugin_utils.forms import (
+    DNS_LABEL as DNS_LABEL_RE, LABEL_KEY as LABEL_KEY_RE, LABEL_VALUE as LABEL_VALUE_RE)
 
 ALLOCATIONS = ("exclusive", "timeslice", "mig")
 POOL_KEYS = ("name", "nodes", "node_selector", "allocation", "replicas", "mig_profile", "mig_layout", "namespaces",
@@ -73,9 +75,6 @@ DEVICE_PLUGIN_CONFIGMAP = "gpu-pools-device-plugin"
 DEFAULT_CONFIG_NAME = "default"
 QUOTA_NAME = "gpu-pools"
 BALANCED = "all-balanced"
-DNS_LABEL_RE = re.compile(r"[a-z0-9]([-a-z0-9]{0,61}[a-z0-9])?")
-LABEL_KEY_RE = re.compile(r"([a-z0-9]([-a-z0-9.]{0,251}[a-z0-9])?/)?[A-Za-z0-9]([-A-Za-z0-9_.]{0,61}[A-Za-z0-9])?")
-LABEL_VALUE_RE = re.compile(r"([A-Za-z0-9]([-A-Za-z0-9_.]{0,61}[A-Za-z0-9])?)?")
 DEVICE_ID_RE = re.compile(r"(?:0x)?([0-9a-fA-F]{4})([0-9a-fA-F]{4})|([0-9a-fA-F]{4}):([0-9a-fA-F]{4})")
 PROFILE_RE = re.compile(r"([0-9]+)g\.([0-9]+)gb(.*)")
 

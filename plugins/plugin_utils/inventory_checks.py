@@ -36,14 +36,14 @@ from ansible_collections.cps.gpu_cluster.plugins.plugin_utils.versions import in
 from ansible_collections.cps.gpu_cluster.plugins.plugin_utils.cluster_workloads import schedule_problems
 from ansible_collections.cps.gpu_cluster.plugins.plugin_utils.k3s import refused_node_labels
 from ansible_collections.cps.gpu_cluster.plugins.plugin_utils import backups, cluster_logs, input_checks, node_vars
+from ansible_collections.cps.gpu_cluster.plugins.plugin_utils.forms import (
+    DNS_LABEL as DNS_LABEL_RE, DNS_NAME as DNS_NAME_RE, GO_DURATION as DURATION_RE, LABEL_NAME as LABEL_NAME_RE, LABEL_VALUE as LABEL_VALUE_RE)
 
 K3S_MIN_VERSION = (1, 31, 6)
 _NUM = r"(0|[1-9][0-9]*)"
 K3S_VERSION_RE = re.compile(r"v%s\.%s\.%s\+k3s([1-9][0-9]*)" % (_NUM, _NUM, _NUM))
 SEMVER_RE = re.compile(r"v?%s\.%s\.%s([-+][0-9A-Za-z.+-]+)?" % (_NUM, _NUM, _NUM))
 UNPINNED = ("latest", "stable", "testing", "main", "master", "edge", "head")
-DNS_LABEL_RE = re.compile(r"[a-z0-9]([-a-z0-9]{0,61}[a-z0-9])?")
-DNS_NAME_RE = re.compile(r"(?=.{1,253}\Z)[a-z0-9]([-a-z0-9]{0,61}[a-z0-9])?(\.[a-z0-9]([-a-z0-9]{0,61}[a-z0-9])?)*")
 # A host name as ansible_host may hold it (case-insensitive DNS name).
 HOST_NAME_RE = re.compile(r"(?=.{1,253}\Z)[A-Za-z0-9]([-A-Za-z0-9]{0,61}[A-Za-z0-9])?(\.[A-Za-z0-9]([-A-Za-z0-9]{0,61}[A-Za-z0-9])?)*\.?")
 PCI_ID_RE = re.compile(r"[0-9a-fA-F]{4}:[0-9a-fA-F]{4}")
@@ -54,8 +54,6 @@ NFS_STORAGE_CLASS = "nfs-client"
 VM_PRESETS = ("small", "medium", "large")
 
 # Kubernetes label syntax: an optional DNS-subdomain prefix and '/', a name of at most 63 characters.
-LABEL_NAME_RE = re.compile(r"(?=.{1,63}\Z)[A-Za-z0-9]([-A-Za-z0-9_.]*[A-Za-z0-9])?")
-LABEL_VALUE_RE = re.compile(r"((?=.{1,63}\Z)[A-Za-z0-9]([-A-Za-z0-9_.]*[A-Za-z0-9])?)?")
 TAINT_EFFECTS = ("NoSchedule", "PreferNoSchedule", "NoExecute")
 
 # A path component: no whitespace, no control characters, nothing an exports file or a shell reads.
@@ -74,7 +72,6 @@ SYSTEM_TREES = (
 )
 
 SCRATCH_DEVICE_RE = re.compile(r"/dev/disk/by-(id|path)/[A-Za-z0-9:._+@-]+")
-DURATION_RE = re.compile(r"([0-9]+(\.[0-9]+)?(ns|us|ms|s|m|h))+")
 BATCH_PERCENT_RE = re.compile(r"([1-9][0-9]?|100)%")
 SSH_KEY_RE = re.compile(
     r"(ssh-(rsa|ed25519|dss)|ecdsa-sha2-nistp(256|384|521)|sk-(ssh-ed25519|ecdsa-sha2-nistp256)@openssh\.com)"

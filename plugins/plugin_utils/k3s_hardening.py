@@ -17,6 +17,8 @@ import copy
 import re
 
 from ansible_collections.cps.gpu_cluster.plugins.plugin_utils import node_vars
+from ansible_collections.cps.gpu_cluster.plugins.plugin_utils.forms import (
+    DNS_LABEL as _DNS_LABEL, DNS_SUBDOMAIN as _DNS_SUBDOMAIN, GO_DURATION as _DURATION)
 
 # The kernel parameters the kubelet checks with --protect-kernel-defaults (it exits when one
 # differs): kubelet's setupKernelTunables (pkg/kubelet/cm/container_manager_linux.go) and
@@ -57,10 +59,6 @@ DEFAULT_AUDIT_RULES = (
     {"level": "None", "users": ["system:kube-proxy"], "verbs": ["watch"]},
     {"level": "Metadata"},
 )
-
-_DNS_LABEL = re.compile(r"^[a-z0-9]([-a-z0-9]*[a-z0-9])?\Z")
-_DNS_SUBDOMAIN = re.compile(r"^[a-z0-9]([-a-z0-9]*[a-z0-9])?(\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*\Z")
-_DURATION = re.compile(r"^([0-9]+(\.[0-9]+)?(ns|us|ms|s|m|h))+\Z")
 
 
 def node_name_problem(name):

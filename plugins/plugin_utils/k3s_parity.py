@@ -19,8 +19,8 @@ import re
 from ansible.module_utils.six.moves.urllib.parse import urlsplit
 
 from ansible_collections.cps.gpu_cluster.plugins.plugin_utils import input_checks
+from ansible_collections.cps.gpu_cluster.plugins.plugin_utils.forms import DNS_LABEL as DNS_LABEL_RE
 
-DNS_LABEL_RE = re.compile(r"[a-z0-9]([-a-z0-9]{0,61}[a-z0-9])?")
 # A registry name as containerd matches it: host[:port], or '*' for every registry.
 REGISTRY_RE = re.compile(r"\*|[A-Za-z0-9]([-A-Za-z0-9.]*[A-Za-z0-9])?(:[0-9]{1,5})?")
 # Characters allowed in a URL written to a systemd env file or registries.yaml (no whitespace,

@@ -28,6 +28,8 @@ import copy
 import re
 
 from ansible_collections.cps.gpu_cluster.plugins.plugin_utils import input_checks
+from ansible_collections.cps.gpu_cluster.plugins.plugin_utils.forms import (
+    DNS_LABEL, DNS_NAME, GO_DURATION as DURATION)
 
 BUNDLE_LABEL = "gpu-cluster.cps/bundle"
 CLUSTER_LABEL = "gpu-cluster.cps/cluster"
@@ -41,9 +43,6 @@ RANCHER_TLS_SECRET = "tls-rancher-ingress"
 RANCHER_BOOTSTRAP_SECRET = "bootstrap-secret"
 TLS_SOURCES = ("rancher", "letsEncrypt", "secret")
 MODES = ("rancher", "fleet")
-DNS_LABEL = re.compile(r"^[a-z0-9]([-a-z0-9]*[a-z0-9])?\Z")
-DNS_NAME = re.compile(r"^(?=.{1,253}\Z)[a-z0-9]([-a-z0-9]*[a-z0-9])?(\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*\Z")
-DURATION = re.compile(r"^([0-9]+(\.[0-9]+)?(ns|us|ms|s|m|h))+\Z")
 GPU_RESOURCE = re.compile(r"^nvidia\.com/(gpu|mig-)")
 
 # component -> the components it needs first (absent ones are dropped). Bundles of other features

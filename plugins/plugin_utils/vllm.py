@@ -26,9 +26,8 @@ import re
 from ansible_collections.cps.gpu_cluster.plugins.plugin_utils import ingress_tls, llm_monitoring, node_vars
 from ansible_collections.cps.gpu_cluster.plugins.plugin_utils.gpu_pools import pool_resource
 from ansible_collections.cps.gpu_cluster.plugins.module_utils.vllm_endpoint import API_KEY_ENV, PORT
+from ansible_collections.cps.gpu_cluster.plugins.plugin_utils.forms import DNS_LABEL, DNS_NAME
 
-DNS_LABEL = re.compile(r"^[a-z0-9]([-a-z0-9]{0,61}[a-z0-9])?\Z")
-DNS_NAME = re.compile(r"^(?=.{1,253}\Z)[a-z0-9]([-a-z0-9]{0,61}[a-z0-9])?(\.[a-z0-9]([-a-z0-9]{0,61}[a-z0-9])?)*\Z")
 MODEL_ID = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._-]*(/[A-Za-z0-9][A-Za-z0-9._-]*)?\Z")
 QUANTITY = re.compile(r"^[0-9]+(\.[0-9]+)?(Ki|Mi|Gi|Ti|Pi|Ei|k|M|G|T|P|E)?\Z")
 

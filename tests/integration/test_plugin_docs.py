@@ -14,6 +14,8 @@ import sys
 from pathlib import Path
 
 import pytest
+import yaml
+from ansible.errors import AnsibleFilterError
 
 REPO = Path(__file__).resolve().parents[2]
 COLLECTIONS = REPO / "collections"
@@ -71,7 +73,6 @@ def test_every_phase_filter_documents_its_steps():
     unknown step is refused naming the steps."""
     if str(COLLECTIONS) not in sys.path:
         sys.path.insert(0, str(COLLECTIONS))
-    from ansible.errors import AnsibleFilterError
     phases = {}
     for path in sorted((REPO / "plugins" / "filter").glob("*.py")):
         module = importlib.import_module(f"ansible_collections.cps.gpu_cluster.plugins.filter.{path.stem}")
@@ -92,7 +93,6 @@ def test_every_phase_filter_documents_its_steps():
 def test_moved_filter_names_say_what_replaces_them():
     """Every filter name that was published and moved into a phase filter is a tombstone in
     meta/runtime.yml naming its replacement (plugin_routing), and that replacement exists."""
-    import yaml
     routing = yaml.safe_load((REPO / "meta" / "runtime.yml").read_text())["plugin_routing"]["filter"]
     names = filter_names()
     tombstones = {old: entry["tombstone"]["warning_text"] for old, entry in routing.items() if "tombstone" in entry}

@@ -10,7 +10,7 @@ from ansible_collections.cps.gpu_cluster.plugins.filter.components import Filter
 COMPONENTS = FilterModule().filters()["components"]
 
 
-def TEXTS(files, *args):  # noqa: N802 - reads as the step it calls
+def TEXTS(files, *args):
     return COMPONENTS(files, "bundle_file_texts", *args)
 
 HEADER = "#\n# Ansible managed\n#"

@@ -8,7 +8,7 @@ from ansible_collections.cps.gpu_cluster.plugins.filter.day2 import FilterModule
 DAY2 = FilterModule().filters()["day2"]
 
 
-def PLAN(registered, *args):  # noqa: N802 - reads as the step it calls
+def PLAN(registered, *args):
     return DAY2(registered, "etcd_restore_plan", *args)
 
 

@@ -1,0 +1,28 @@
+# -*- coding: utf-8 -*-
+# Copyright: (c) 2026, cps.gpu_cluster contributors
+# GNU General Public License v3.0+ (see COPYING or https://www.gnu.org/licenses/gpl-3.0.txt)
+"""The forms of the values every check reads, one pattern per kind of value (issue 28). Each is
+anchored (``^...\\Z``), so ``match``, ``fullmatch`` and ``search`` all test the whole string, and
+cites the rule it follows. Every module of plugins/plugin_utils/ that checks one of these kinds
+imports it from here; none writes its own."""
+
+from __future__ import (absolute_import, division, print_function)
+__metaclass__ = type
+
+import re
+
+# Kubernetes IsDNS1123Label (k8s.io/apimachinery/pkg/util/validation): namespaces, most object names.
+DNS_LABEL = re.compile(r"^(?=.{1,63}\Z)[a-z0-9]([-a-z0-9]*[a-z0-9])?\Z")
+# Kubernetes IsDNS1123Subdomain: at most 253 characters, dot-separated DNS-1123 labels of any length
+# (node names, for one).
+DNS_SUBDOMAIN = re.compile(r"^(?=.{1,253}\Z)[a-z0-9]([-a-z0-9]*[a-z0-9])?(\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*\Z")
+# A DNS name (RFC 1123, lower case): labels of at most 63 characters, 253 in all. Host names of
+# Ingresses, and object names that also end up in DNS (issuers, classes, Secrets we reference).
+DNS_NAME = re.compile(r"^(?=.{1,253}\Z)[a-z0-9]([-a-z0-9]{0,61}[a-z0-9])?(\.[a-z0-9]([-a-z0-9]{0,61}[a-z0-9])?)*\Z")
+# Kubernetes label keys and values (IsQualifiedName, IsValidLabelValue): an optional DNS-subdomain
+# prefix and '/', then a name of at most 63 characters; a value is empty or such a name.
+LABEL_NAME = re.compile(r"^(?=.{1,63}\Z)[A-Za-z0-9]([-A-Za-z0-9_.]*[A-Za-z0-9])?\Z")
+LABEL_VALUE = re.compile(r"^((?=.{1,63}\Z)[A-Za-z0-9]([-A-Za-z0-9_.]*[A-Za-z0-9])?)?\Z")
+LABEL_KEY = re.compile(r"^(([a-z0-9]([-a-z0-9.]{0,251}[a-z0-9])?)/)?(?=[^/]{1,63}\Z)[A-Za-z0-9]([-A-Za-z0-9_.]*[A-Za-z0-9])?\Z")
+# Go's time.ParseDuration (kubelet, Fleet, Velero flags): one or more <number><unit>.
+GO_DURATION = re.compile(r"^([0-9]+(\.[0-9]+)?(ns|us|ms|s|m|h))+\Z")
