@@ -7,13 +7,14 @@ called with the homelab's inputs and its whole output is compared with the appro
 ``approved/<module>.json``; a difference fails with the path of the first changed value.
 
 A deliberate change: look at the difference, then approve the new output with
-``GPU_CLUSTER_APPROVE=1 pytest tests/unit/plugins/module_utils/test_approved_outputs.py`` and commit
+``GPU_CLUSTER_APPROVE=1 pytest tests/unit/plugins/plugin_utils/test_approved_outputs.py`` and commit
 the JSON with the change (the review sees both)."""
 
 from __future__ import annotations
 
 import json
 import os
+import sys
 from pathlib import Path
 
 import pytest
@@ -31,7 +32,9 @@ from ansible_collections.cps.gpu_cluster.plugins.plugin_utils import management 
 from ansible_collections.cps.gpu_cluster.plugins.plugin_utils import state_dir as sd
 from ansible_collections.cps.gpu_cluster.plugins.plugin_utils import storage_components as sc
 
-# the inputs the module's own tests use (this directory is on sys.path: pytest's prepend import mode)
+# the inputs the module's own tests use (this directory is on sys.path: pytest's prepend import mode; the
+# tests of the modules' code live beside, in ../module_utils)
+sys.path.insert(0, str(Path(__file__).resolve().parent.parent / "module_utils"))
 import test_gpu_pools as tg  # isort: skip
 import test_inventory_checks as ti  # isort: skip
 import test_jupyterhub as tj  # isort: skip
