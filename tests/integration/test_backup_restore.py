@@ -28,7 +28,7 @@ def run(*extra):
 @pytest.mark.parametrize(("settings", "message"), [
     ({}, "gpu_cluster_backup_enabled is not true in this inventory, so there is no backup location nor schedule"),
     (dict(BACKUPS, gpu_cluster_restore_namespaces=["kube-system"]),
-     "backup_restore: gpu_cluster_restore_namespaces names kube-system, which are never backed up"),
+     "day2('backup_restore'): gpu_cluster_restore_namespaces names kube-system, which are never backed up"),
 ])
 def test_bad_input_is_refused_before_anything_is_touched(settings, message):
     rc, out = run("-e", json.dumps(settings))
