@@ -29,7 +29,7 @@ try:
 except ImportError:  # pragma: no cover
     from pipes import quote as _quote  # pylint: disable=deprecated-module
 
-from ansible_collections.cps.gpu_cluster.plugins.plugin_utils import cluster_model, ingress_tls, node_vars
+from ansible_collections.cps.gpu_cluster.plugins.plugin_utils import cluster_model, ingress_tls, node_vars, verify
 from ansible_collections.cps.gpu_cluster.plugins.plugin_utils.gpu_pools import largest_profile, pool_resource
 from ansible_collections.cps.gpu_cluster.plugins.plugin_utils.forms import DNS_LABEL, DNS_NAME
 
@@ -930,9 +930,9 @@ def judge_nvidia_smi(step, stdout):
 
 
 def row(check, target, passed, detail):
-    """One verify report row."""
-    return {"check": check, "target": target, "status": "PASS" if passed else "FAIL", "detail": detail}
+    """One verify report row, PASS or FAIL, of the one row shape (verify.row)."""
+    return verify.row(check, target, verify.PASS if passed else verify.FAIL, detail)
 
 
 def skipped_row(check, target, reason):
-    return {"check": check, "target": target, "status": "SKIPPED", "detail": reason}
+    return verify.row(check, target, verify.SKIPPED, reason)
