@@ -596,7 +596,7 @@ POD_OWNERS = ("Deployment", "StatefulSet", "Job", "CronJob")
 
 def _load_homelab():
     spec = importlib.util.spec_from_file_location(
-        "cluster_model_tests", REPO / "tests" / "unit" / "plugins" / "module_utils" / "test_cluster_model.py")
+        "cluster_model_tests", REPO / "tests" / "unit" / "plugins" / "plugin_utils" / "test_cluster_model.py")
     module = importlib.util.module_from_spec(spec)
     spec.loader.exec_module(module)
     return module.load_inventory(HOMELAB)
