@@ -26,3 +26,7 @@ LABEL_VALUE = re.compile(r"^((?=.{1,63}\Z)[A-Za-z0-9]([-A-Za-z0-9_.]*[A-Za-z0-9]
 LABEL_KEY = re.compile(r"^(([a-z0-9]([-a-z0-9.]{0,251}[a-z0-9])?)/)?(?=[^/]{1,63}\Z)[A-Za-z0-9]([-A-Za-z0-9_.]*[A-Za-z0-9])?\Z")
 # Go's time.ParseDuration (kubelet, Fleet, Velero flags): one or more <number><unit>.
 GO_DURATION = re.compile(r"^([0-9]+(\.[0-9]+)?(ns|us|ms|s|m|h))+\Z")
+# A Kubernetes quantity (k8s.io/apimachinery/pkg/api/resource ParseQuantity), unsigned: requests,
+# limits and volume sizes are never negative. Groups: the number and the suffix (binary SI, decimal
+# SI or a decimal exponent).
+QUANTITY = re.compile(r"^(?P<number>[0-9]+(\.[0-9]*)?|\.[0-9]+)(?P<suffix>[eE][+-]?[0-9]+|[KMGTPE]i|[numkMGTPE])?\Z")

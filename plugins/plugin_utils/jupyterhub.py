@@ -31,9 +31,8 @@ except ImportError:  # pragma: no cover
 
 from ansible_collections.cps.gpu_cluster.plugins.plugin_utils import cluster_model, ingress_tls, node_vars, verify
 from ansible_collections.cps.gpu_cluster.plugins.plugin_utils.gpu_pools import largest_profile, pool_resource
-from ansible_collections.cps.gpu_cluster.plugins.plugin_utils.forms import DNS_LABEL, DNS_NAME
+from ansible_collections.cps.gpu_cluster.plugins.plugin_utils.forms import DNS_LABEL, DNS_NAME, QUANTITY
 
-QUANTITY = re.compile(r"^[0-9]+(\.[0-9]+)?(m|Ki|Mi|Gi|Ti|k|M|G|T)?\Z")
 SLUG = re.compile(r"^[a-z0-9]([-a-z0-9]{0,30}[a-z0-9])?\Z")
 USER = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._@-]{0,63}\Z")
 

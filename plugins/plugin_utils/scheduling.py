@@ -27,11 +27,10 @@ other pod once per shape.
 from __future__ import (absolute_import, division, print_function)
 __metaclass__ = type
 
-import re
+from ansible_collections.cps.gpu_cluster.plugins.plugin_utils.forms import QUANTITY
 
 HOSTNAME_LABEL = "kubernetes.io/hostname"
 HARD_EFFECTS = ("NoSchedule", "NoExecute")
-_QUANTITY = re.compile(r"^([+-]?[0-9.]+)([eE][+-]?[0-9]+|[numkMGTPE]i?|Ki|Mi|Gi|Ti|Pi|Ei)?\Z")
 _SUFFIX = {"": 1, "n": 1e-9, "u": 1e-6, "m": 1e-3, "k": 1e3, "M": 1e6, "G": 1e9, "T": 1e12, "P": 1e15, "E": 1e18,
            "Ki": 2 ** 10, "Mi": 2 ** 20, "Gi": 2 ** 30, "Ti": 2 ** 40, "Pi": 2 ** 50, "Ei": 2 ** 60}
 
@@ -42,10 +41,10 @@ def quantity(value):
         raise ValueError("%r is not a quantity" % (value,))
     if isinstance(value, (int, float)):
         return float(value)
-    match = _QUANTITY.match(str(value).strip())
+    match = QUANTITY.match(str(value).strip())
     if not match:
         raise ValueError("%r is not a quantity" % (value,))
-    number, suffix = float(match.group(1)), match.group(2) or ""
+    number, suffix = float(match.group("number")), match.group("suffix") or ""
     if suffix[:1] in ("e", "E"):
         return number * 10 ** int(suffix[1:])
     return number * _SUFFIX[suffix]

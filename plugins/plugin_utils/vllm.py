@@ -26,10 +26,9 @@ import re
 from ansible_collections.cps.gpu_cluster.plugins.plugin_utils import ingress_tls, llm_monitoring, node_vars
 from ansible_collections.cps.gpu_cluster.plugins.plugin_utils.gpu_pools import pool_resource
 from ansible_collections.cps.gpu_cluster.plugins.module_utils.vllm_endpoint import API_KEY_ENV, PORT
-from ansible_collections.cps.gpu_cluster.plugins.plugin_utils.forms import DNS_LABEL, DNS_NAME
+from ansible_collections.cps.gpu_cluster.plugins.plugin_utils.forms import DNS_LABEL, DNS_NAME, QUANTITY
 
 MODEL_ID = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._-]*(/[A-Za-z0-9][A-Za-z0-9._-]*)?\Z")
-QUANTITY = re.compile(r"^[0-9]+(\.[0-9]+)?(Ki|Mi|Gi|Ti|Pi|Ei|k|M|G|T|P|E)?\Z")
 
 # The pinned vLLM OpenAI-compatible server image (the Deployment engine).
 VLLM_IMAGE = "docker.io/vllm/vllm-openai:v0.33.0"

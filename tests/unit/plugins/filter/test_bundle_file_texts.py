@@ -13,6 +13,7 @@ COMPONENTS = FilterModule().filters()["components"]
 def TEXTS(files, *args):
     return COMPONENTS(files, "bundle_file_texts", *args)
 
+
 HEADER = "#\n# Ansible managed\n#"
 
 

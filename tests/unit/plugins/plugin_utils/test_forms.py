@@ -1,0 +1,72 @@
+"""plugins/plugin_utils/forms.py: one pattern per kind of value, each as its upstream rule decides
+(Kubernetes' k8s.io/apimachinery validation and resource.ParseQuantity, Go's time.ParseDuration).
+Every pattern tests the whole string, whichever of match, fullmatch and search a caller uses."""
+
+from __future__ import annotations
+
+import pytest
+from ansible_collections.cps.gpu_cluster.plugins.plugin_utils import (
+    backups,
+    components,
+    forms,
+    gpu_pools,
+    inventory_checks,
+    jupyterhub,
+    k3s_hardening,
+    k3s_parity,
+    management,
+    scheduling,
+    vllm,
+)
+
+CASES = [
+    # IsDNS1123Label: at most 63, lower case alphanumerics and '-', alphanumeric at both ends
+    ("DNS_LABEL", "llm", True), ("DNS_LABEL", "a" * 63, True), ("DNS_LABEL", "a" * 64, False),
+    ("DNS_LABEL", "-llm", False), ("DNS_LABEL", "llm-", False), ("DNS_LABEL", "LLM", False),
+    ("DNS_LABEL", "l.lm", False), ("DNS_LABEL", "", False), ("DNS_LABEL", "llm\n", False),
+    # IsDNS1123Subdomain: at most 253, labels of any length
+    ("DNS_SUBDOMAIN", "wk-gpu1.lab", True), ("DNS_SUBDOMAIN", "a" * 64 + ".lab", True),
+    ("DNS_SUBDOMAIN", ".".join(["a" * 63] * 3 + ["a" * 61]), True), ("DNS_SUBDOMAIN", ".".join(["a" * 63] * 3 + ["a" * 62]), False),
+    ("DNS_SUBDOMAIN", "wk_gpu1", False), ("DNS_SUBDOMAIN", "wk..gpu", False),
+    # a DNS name: labels of at most 63
+    ("DNS_NAME", "llm.lab.example", True), ("DNS_NAME", "a" * 63 + ".lab", True),
+    ("DNS_NAME", "a" * 64 + ".lab", False), ("DNS_NAME", "Llm.lab", False),
+    # label keys and values
+    ("LABEL_KEY", "gpu", True), ("LABEL_KEY", "nvidia.com/gpu.product", True), ("LABEL_KEY", "a/b/c", False),
+    ("LABEL_KEY", "nvidia.com/" + "a" * 63, True), ("LABEL_KEY", "nvidia.com/" + "a" * 64, False),
+    ("LABEL_KEY", "/gpu", False), ("LABEL_KEY", "Nvidia.com/gpu", False), ("LABEL_KEY", "gpu_", False),
+    ("LABEL_NAME", "gpu.product", True), ("LABEL_NAME", "_gpu", False),
+    ("LABEL_VALUE", "", True), ("LABEL_VALUE", "NVIDIA-A100_80GB.PCIe", True), ("LABEL_VALUE", "a" * 64, False),
+    ("LABEL_VALUE", "a b", False),
+    # time.ParseDuration
+    ("GO_DURATION", "720h", True), ("GO_DURATION", "1h30m", True), ("GO_DURATION", "1.5s", True),
+    ("GO_DURATION", "250ms", True), ("GO_DURATION", "10", False), ("GO_DURATION", "1d", False), ("GO_DURATION", "h", False),
+    # ParseQuantity, unsigned
+    ("QUANTITY", "500m", True), ("QUANTITY", "1.5Gi", True), ("QUANTITY", "1e3", True), ("QUANTITY", ".5", True),
+    ("QUANTITY", "2.", True), ("QUANTITY", "100Pi", True), ("QUANTITY", "8n", True),
+    ("QUANTITY", "-1", False), ("QUANTITY", "1Gb", False), ("QUANTITY", "1mi", False), ("QUANTITY", "Gi", False),
+    ("QUANTITY", "1 Gi", False), ("QUANTITY", "", False),
+]
+
+
+@pytest.mark.parametrize(("form", "value", "valid"), CASES)
+def test_each_form_as_upstream_decides(form, value, valid):
+    pattern = getattr(forms, form)
+    for test in (pattern.match, pattern.fullmatch, pattern.search):
+        assert bool(test(value)) is valid, (form, value, test.__name__)
+
+
+def test_quantity_groups_are_the_number_and_the_suffix():
+    match = forms.QUANTITY.match("1.5Gi")
+    assert (match.group("number"), match.group("suffix")) == ("1.5", "Gi")
+    assert forms.QUANTITY.match("3").group("suffix") is None
+
+
+def test_the_checks_read_these_patterns():
+    """One source: the modules that check these kinds hold the forms' own pattern objects."""
+    assert backups.DNS_LABEL is components.DNS_LABEL is gpu_pools.DNS_LABEL_RE is inventory_checks.DNS_LABEL_RE \
+        is jupyterhub.DNS_LABEL is k3s_parity.DNS_LABEL_RE is management.DNS_LABEL is vllm.DNS_LABEL is forms.DNS_LABEL
+    assert inventory_checks.DNS_NAME_RE is jupyterhub.DNS_NAME is management.DNS_NAME is vllm.DNS_NAME is forms.DNS_NAME
+    assert k3s_hardening._DNS_SUBDOMAIN is forms.DNS_SUBDOMAIN
+    assert backups.GO_DURATION is inventory_checks.DURATION_RE is management.DURATION is forms.GO_DURATION
+    assert jupyterhub.QUANTITY is vllm.QUANTITY is scheduling.QUANTITY is forms.QUANTITY
