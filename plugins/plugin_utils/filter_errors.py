@@ -71,8 +71,9 @@ def _undefined_in(value):
 
 
 def _undefined_message(undefined):
-    message = getattr(undefined, "_undefined_message", None)
+    """Jinja's message for an Undefined, or "undefined" when it has none or cannot give it."""
     try:
+        message = getattr(undefined, "_undefined_message", None)
         return str(message) if message else "undefined"
     except Exception:  # pylint: disable=broad-except
         return "undefined"

@@ -1,9 +1,11 @@
-"""plugin_utils.filter_errors.wrap: every filter plugin's bad-input errors become AnsibleFilterError
-naming the filter (no traceback in a playbook); other exceptions and results pass through."""
+"""plugin_utils.filter_errors, the filters' one boundary: wrap (bad-input errors become AnsibleFilterError
+naming the filter, no traceback in a playbook; other exceptions and results pass through), phase_filter
+(a phase's steps behind one filter) and plain_inventory (hostvars read once, untemplatable values set aside)."""
 
 import pytest
-from ansible.errors import AnsibleFilterError
-from ansible_collections.cps.gpu_cluster.plugins.plugin_utils.filter_errors import wrap
+from ansible.errors import AnsibleError, AnsibleFilterError
+from ansible_collections.cps.gpu_cluster.plugins.plugin_utils.filter_errors import phase_filter, plain_inventory, refuse_failures, wrap
+from jinja2 import Undefined
 
 
 def parse(value):
@@ -34,3 +36,117 @@ def test_name_defaults_to_the_function_and_result_passes_through():
 def test_other_errors_are_not_hidden():
     with pytest.raises(RuntimeError):
         wrap(parse, "my_filter")("other")
+
+
+# phase_filter: one public filter per phase, its steps private functions
+
+
+def _steps():
+    def add(value, other=0, *, times=1):
+        return (value + other) * times
+    return {"add": add, "parse": parse}
+
+
+def test_a_phase_filter_runs_the_step_with_its_arguments():
+    phase = phase_filter("my_phase", _steps())
+    assert phase(2, "add") == 2
+    assert phase(2, "add", 3) == 5
+    assert phase(2, "add", 3, times=2) == 10
+    assert phase("7", "parse") == 7
+    assert phase.__name__ == "my_phase"
+    assert phase.steps == ("add", "parse")
+    assert phase.__doc__ == "The my_phase phase's steps: add, parse."
+
+
+def test_a_step_error_names_the_filter_and_the_step():
+    phase = phase_filter("my_phase", _steps())
+    with pytest.raises(AnsibleFilterError, match=r"^my_phase\('parse'\): invalid literal"):
+        phase("x", "parse")
+    with pytest.raises(RuntimeError):
+        phase("other", "parse")
+
+
+@pytest.mark.parametrize("step", ["nope", "", None, ["add"], 1])
+def test_an_unknown_step_lists_the_steps(step):
+    with pytest.raises(AnsibleFilterError, match=r"^my_phase: unknown step .*; the steps are add, parse\Z"):
+        phase_filter("my_phase", _steps())(1, step)
+
+
+def test_wrap_converts_only_the_errors_it_is_given():
+    def missing(_):
+        raise OSError("no such file")
+    with pytest.raises(AnsibleFilterError, match=r"^pins: no such file\Z"):
+        wrap(missing, "pins", errors=(OSError,))("k")
+    with pytest.raises(OSError):
+        wrap(missing, "pins")("k")
+
+
+# plain_inventory: the one reader of Ansible's groups and hostvars
+
+
+class HostVars(dict):
+    """hostvars as Ansible hands them over: reading a value templates it, and may fail."""
+
+    def __getitem__(self, host):
+        return Variables(dict.__getitem__(self, host))
+
+
+class Variables(dict):
+    def __getitem__(self, name):
+        value = dict.__getitem__(self, name)
+        if isinstance(value, Exception):
+            raise value
+        return value
+
+
+def test_plain_inventory_reads_what_is_wanted_and_sets_aside_what_cannot_be_templated():
+    hostvars = HostVars({
+        "cp1": {"gpu_cluster_a": 1, "other": 2, "gpu_cluster_b": AnsibleError("'x' is undefined\nmore")},
+        "wk1": {"gpu_cluster_a": [1, {"k": Undefined(hint="no wk1 fact")}], "gpu_cluster_b": AnsibleError("")},
+        "absent-from-groups": {"gpu_cluster_a": 9},
+    })
+    groups = {"all": ["cp1", "wk1", "ghost"], "servers": ("cp1",)}
+    plain_groups, plain, failures = plain_inventory("f", groups, hostvars, lambda name: name.startswith("gpu_cluster_"))
+    assert plain_groups == {"all": ["cp1", "wk1", "ghost"], "servers": ["cp1"]}
+    assert plain == {"cp1": {"gpu_cluster_a": 1}, "wk1": {}}
+    assert failures == {"gpu_cluster_b": ("'x' is undefined", ["cp1", "wk1"]), "gpu_cluster_a": ("no wk1 fact", ["wk1"])}
+    assert all(type(v) is dict for v in plain.values())
+
+
+def test_plain_inventory_hosts_default_to_hostvars_and_can_be_chosen():
+    hostvars = HostVars({"a": {"x": 1}, "b": {"x": 2}})
+    assert plain_inventory("f", {}, hostvars, lambda name: True)[1] == {"a": {"x": 1}, "b": {"x": 2}}
+    assert plain_inventory("f", {"all": ["a", "b"]}, hostvars, lambda name: True, ["b", "c"])[1] == {"b": {"x": 2}}
+
+
+@pytest.mark.parametrize(("groups", "hostvars", "message"), [
+    (["cp1"], {}, r"^f: the input must be the groups mapping, got list\Z"),
+    ({}, ["cp1"], r"^f: hostvars must be a mapping, got list\Z"),
+])
+def test_plain_inventory_refuses_other_inputs(groups, hostvars, message):
+    with pytest.raises(AnsibleFilterError, match=message):
+        plain_inventory("f", groups, hostvars, lambda name: True)
+
+
+def test_refuse_failures_names_the_first_value():
+    refuse_failures("f", {})
+    with pytest.raises(AnsibleFilterError, match=r"^f: wk1: gpu_cluster_b cannot be templated: boom\Z"):
+        refuse_failures("f", {"gpu_cluster_b": ("boom", ["wk1", "wk2"]), "gpu_cluster_c": ("later", ["cp1"])})
+
+
+class Unexplained(Undefined):
+    """An Undefined whose message cannot be read."""
+
+    @property
+    def _undefined_message(self):
+        raise RuntimeError("no message")
+
+
+class Silent(Undefined):
+    _undefined_message = ""
+
+
+def test_an_undefined_reads_as_jinja_says_or_undefined():
+    hostvars = HostVars({"a": {"x": Undefined(name="gpu_x"), "y": Unexplained(), "z": Silent()}})
+    assert plain_inventory("f", {}, hostvars, lambda name: True)[2] == {
+        "x": ("'gpu_x' is undefined", ["a"]), "y": ("undefined", ["a"]), "z": ("undefined", ["a"])}

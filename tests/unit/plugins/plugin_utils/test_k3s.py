@@ -466,3 +466,35 @@ def test_identity_servers_of_two_clusters_and_damaged_files_are_refused():
     assert f"{A} on cp1; {B} on cp2" in k3s.identity_plan("", {"cp1": A, "cp2": B})["problem"]
     assert "cp1" in k3s.identity_plan("", {"cp1": "garbage"})["problem"]
     assert "the record" in k3s.identity_plan("x", {"cp1": A})["problem"]
+
+
+def test_probes_from_the_registered_loops():
+    """bootstrap's probe loops (stat of the etcd directory and the token, uri /ping) per server."""
+    registered = {
+        "etcd": [{"item": "cp1", "stat": {"exists": True}}, {"item": "cp2", "stat": {"exists": False}},
+                 {"item": "cp3", "unreachable": True, "stat": {"exists": True}}],
+        "token": [{"item": "cp1", "stat": {"exists": True}}, {"item": "cp2"}],
+        "api": [{"item": "cp1", "status": 200}, {"item": "cp2", "status": -1}, {"item": "cp3", "status": 0}],
+    }
+    assert k3s.probes_from_results(registered) == {
+        "cp1": {"reachable": True, "etcd": True, "token": True, "api": True},
+        "cp2": {"reachable": True, "etcd": False, "token": False, "api": False},
+        "cp3": {"reachable": False, "etcd": False, "token": False, "api": False},
+    }
+    assert k3s.probes_from_results(None) == {} and k3s.probes_from_results({"etcd": None}) == {}
+
+
+def test_restore_probes_from_the_registered_loops():
+    """The restore probe loops: the snapshot file's stat, the two markers' slurp (base64)."""
+    registered = {
+        "snapshot": [{"item": "cp1", "stat": {"exists": True}}, {"item": "cp2", "stat": None},
+                     {"item": "cp3", "unreachable": True, "stat": {"exists": True}}],
+        "restored": [{"item": "cp1", "content": "c25hcC0xCg=="}, {"item": "cp2", "failed": True, "content": ""}],
+        "joined": [{"item": "cp2", "content": "/w=="}],
+    }
+    assert k3s.restore_probes_from_results(registered) == {
+        "cp1": {"reachable": True, "snapshot": True, "restored": "snap-1", "joined": ""},
+        "cp2": {"reachable": True, "snapshot": False, "restored": "", "joined": "\ufffd"},
+        "cp3": {"reachable": False, "snapshot": False, "restored": "", "joined": ""},
+    }
+    assert k3s.restore_probes_from_results({}) == {} and k3s.restore_probes_from_results({"joined": None}) == {}
