@@ -14,11 +14,11 @@ from ansible_collections.cps.gpu_cluster.plugins.plugin_utils.filter_errors impo
 _READ = ("ansible_host", "k3s_node_labels", "k3s_node_taints")
 
 
-def _plain(groups, hostvars):
+def _plain(groups, hostvars, name="cluster_model"):
     """Plain (groups, hostvars) of what the model reads; a value that cannot be templated on the
     control node is left out (preflight names it)."""
     plain_groups, plain_hostvars, _failures = plain_inventory(
-        "cluster_model", groups, hostvars, lambda name: name.startswith("gpu_cluster_") or name in _READ)
+        name, groups, hostvars, lambda variable: variable.startswith("gpu_cluster_") or variable in _READ)
     return plain_groups, plain_hostvars
 
 
@@ -29,7 +29,7 @@ def cluster_model(groups, hostvars):
 
 def schedule(groups, hostvars):
     """The scheduling proof of an inventory: ``{rows, problems, table}``."""
-    plain_groups, plain_hostvars = _plain(groups, hostvars)
+    plain_groups, plain_hostvars = _plain(groups, hostvars, "schedule")
     return _workloads.proof(plain_groups, plain_hostvars)
 
 
