@@ -14,6 +14,7 @@ __metaclass__ = type
 import re
 
 from ansible_collections.cps.gpu_cluster.plugins.plugin_utils import backups, cluster_model, k3s_hardening
+from ansible_collections.cps.gpu_cluster.plugins.plugin_utils.forms import VOLUME_SIZE as SIZE_RE
 
 NAMESPACE = "logging"
 LOKI = "loki"
@@ -24,7 +25,6 @@ DATASOURCE_UID = "loki"
 DEFAULTS = {"enabled": False, "retention": "14d", "storage_size": "50Gi"}
 # Loki's compactor deletes whole index periods (24h): a retention of whole days, at least one.
 RETENTION_RE = re.compile(r"([1-9][0-9]*)(d|w|h)")
-SIZE_RE = re.compile(r"([1-9][0-9]*)(Gi|Ti)")
 # The schema every chunk is written with: TSDB index, v13, from before the first install.
 SCHEMA = {"from": "2024-04-01", "store": "tsdb", "object_store": "filesystem", "schema": "v13",
           "index": {"prefix": "index_", "period": "24h"}}

@@ -30,3 +30,6 @@ GO_DURATION = re.compile(r"^([0-9]+(\.[0-9]+)?(ns|us|ms|s|m|h))+\Z")
 # limits and volume sizes are never negative. Groups: the number and the suffix (binary SI, decimal
 # SI or a decimal exponent).
 QUANTITY = re.compile(r"^(?P<number>[0-9]+(\.[0-9]*)?|\.[0-9]+)(?P<suffix>[eE][+-]?[0-9]+|[KMGTPE]i|[numkMGTPE])?\Z")
+# A volume size the monitoring and logs volumes accept: a whole number of Gi or Ti (a subset of
+# QUANTITY, so a size reads at a glance). Groups: the number and the unit.
+VOLUME_SIZE = re.compile(r"^([1-9][0-9]*)(Gi|Ti)\Z")

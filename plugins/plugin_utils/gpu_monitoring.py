@@ -17,6 +17,7 @@ import re
 
 from ansible_collections.cps.gpu_cluster.plugins.plugin_utils import cluster_logs, cluster_model
 from ansible_collections.cps.gpu_cluster.plugins.plugin_utils.gpu_pools import POOL_LABEL, pool_capacity
+from ansible_collections.cps.gpu_cluster.plugins.plugin_utils.forms import VOLUME_SIZE as SIZE_RE
 
 RUNBOOK = "https://github.com/cps/gpu_cluster/blob/main/docs/gpu-pools.md#%s"
 ALERTS = ("GPUDriverMissing", "GPUNodeWithoutPool", "GPUPoolCapacityLow", "GPUPoolUsageHigh", "GPUXidErrors",
@@ -30,7 +31,6 @@ DASHBOARD_LABEL = "grafana_dashboard"
 BUNDLE_LABEL = "gpu-cluster.cps/bundle"
 DCGM_SERVICE_LABELS = {"app": "nvidia-dcgm-exporter"}
 DCGM_PORT = "gpu-metrics"
-SIZE_RE = re.compile(r"([1-9][0-9]*)(Gi|Ti)")
 DURATION_RE = re.compile(r"([0-9]+(ms|s|m|h|d|w|y))+")
 
 

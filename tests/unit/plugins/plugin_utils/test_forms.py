@@ -7,8 +7,10 @@ from __future__ import annotations
 import pytest
 from ansible_collections.cps.gpu_cluster.plugins.plugin_utils import (
     backups,
+    cluster_logs,
     components,
     forms,
+    gpu_monitoring,
     gpu_pools,
     inventory_checks,
     jupyterhub,
@@ -46,6 +48,9 @@ CASES = [
     ("QUANTITY", "2.", True), ("QUANTITY", "100Pi", True), ("QUANTITY", "8n", True),
     ("QUANTITY", "-1", False), ("QUANTITY", "1Gb", False), ("QUANTITY", "1mi", False), ("QUANTITY", "Gi", False),
     ("QUANTITY", "1 Gi", False), ("QUANTITY", "", False),
+    # the monitoring and logs volumes: whole Gi or Ti
+    ("VOLUME_SIZE", "50Gi", True), ("VOLUME_SIZE", "2Ti", True), ("VOLUME_SIZE", "0Gi", False), ("VOLUME_SIZE", "1.5Gi", False),
+    ("VOLUME_SIZE", "500Mi", False),
 ]
 
 
@@ -70,3 +75,4 @@ def test_the_checks_read_these_patterns():
     assert k3s_hardening._DNS_SUBDOMAIN is forms.DNS_SUBDOMAIN
     assert backups.GO_DURATION is inventory_checks.DURATION_RE is management.DURATION is forms.GO_DURATION
     assert jupyterhub.QUANTITY is vllm.QUANTITY is scheduling.QUANTITY is forms.QUANTITY
+    assert cluster_logs.SIZE_RE is gpu_monitoring.SIZE_RE is forms.VOLUME_SIZE
