@@ -74,7 +74,7 @@ def test_an_unknown_step_lists_the_steps(step):
 
 def test_wrap_converts_only_the_errors_it_is_given():
     def missing(key):
-        raise OSError("no such file: %s" % key)
+        raise OSError(f"no such file: {key}")
     with pytest.raises(AnsibleFilterError, match=r"^pins: no such file: k\Z"):
         wrap(missing, "pins", errors=(OSError,))("k")
     with pytest.raises(OSError):
