@@ -257,15 +257,10 @@ def components(values, model, *, plugin_image, chart_version, chart_repo="https:
     """The ``velero`` component (chart and namespace) when backups are on, else ``[]``.
     ``values``: as :func:`settings`; ``model``: the cluster model (its nodes' taints).
     ValueError naming every problem."""
-    found = problems(values)
-    if found:
-        raise ValueError("; ".join(found))
-    chosen = settings(values)
-    if not chosen["enabled"]:
+    feature = cluster_model.switched_on(values, model, problems, settings, infra)
+    if feature is None:
         return []
-    nodes = (model or {}).get("nodes") or []
-    if infra is None:
-        infra = cluster_model.has_infra_nodes(model)
+    chosen, nodes, infra = feature
     return [{
         "name": COMPONENT, "namespace": NAMESPACE,
         # the node agent reads every pod's volumes through a hostPath: only the privileged level allows it

@@ -207,15 +207,10 @@ def components(values, model, *, loki_chart_version, alloy_chart_version,
                infra=None):
     """The ``loki`` and ``log-collector`` components when logs are on, else ``[]``.
     ValueError naming every problem."""
-    found = problems(values)
-    if found:
-        raise ValueError("; ".join(found))
-    chosen = settings(values)
-    if not chosen["enabled"]:
+    feature = cluster_model.switched_on(values, model, problems, settings, infra)
+    if feature is None:
         return []
-    nodes = (model or {}).get("nodes") or []
-    if infra is None:
-        infra = cluster_model.has_infra_nodes(model)
+    chosen, nodes, infra = feature
     # the collector reads the nodes' /var/log through a hostPath: only the privileged level allows it
     privileged = k3s_hardening.pod_security_labels("privileged")
     loki = {"name": LOKI, "namespace": NAMESPACE, "namespace_labels": privileged,

@@ -56,6 +56,20 @@ def has_infra_nodes(model):
     return any(INFRA_NODES in (node.get("groups") or []) for node in (model or {}).get("nodes") or [])
 
 
+def switched_on(values, model, problems, settings, infra=None):
+    """What an optional feature (backups, logs) builds from, or None when its settings switch it off:
+    ``(chosen settings, the model's nodes, whether to place on infra nodes)``. ``problems`` and
+    ``settings`` are the feature's own functions; ValueError naming every problem of ``values``.
+    ``infra`` None: the model decides (:func:`has_infra_nodes`)."""
+    found = problems(values)
+    if found:
+        raise ValueError("; ".join(found))
+    chosen = settings(values)
+    if not chosen["enabled"]:
+        return None
+    return chosen, (model or {}).get("nodes") or [], has_infra_nodes(model) if infra is None else infra
+
+
 def state_placement(infra):
     """The nodeSelector (and toleration) of a pod that keeps state on a local volume: the infra nodes
     when ``infra`` (the inventory has some), else the k3s servers."""

@@ -399,3 +399,19 @@ def test_first_values_reads_every_name_in_one_pass():
     assert cmod.first_values(groups, hostvars, ("x", "y", "z", "missing")) == {"x": 1, "y": 3, "z": 4}
     assert cmod.first_values({}, hostvars, ("x",)) == {"x": 1}  # sorted hostvars without groups['all']
     assert cmod._first_value(groups, hostvars, "missing") is None
+
+
+def test_switched_on_decides_for_an_optional_feature():
+    """cluster_model.switched_on: problems first, then off (None), else the settings, nodes and placement."""
+    def problems(values):
+        return [f"bad {k}" for k in sorted(values) if k.startswith("bad")]
+
+    def settings(values):
+        return {"enabled": bool(values.get("on"))}
+    model = {"nodes": [{"name": "cp1", "groups": ["k3s_servers"]}, {"name": "infra1", "groups": ["infra_nodes"]}]}
+    with pytest.raises(ValueError, match=r"^bad bad1; bad bad2$"):
+        cmod.switched_on({"on": True, "bad1": 1, "bad2": 2}, model, problems, settings)
+    assert cmod.switched_on({"on": False}, model, problems, settings) is None
+    assert cmod.switched_on({"on": True}, model, problems, settings) == ({"enabled": True}, model["nodes"], True)
+    assert cmod.switched_on({"on": True}, model, problems, settings, infra=False)[2] is False
+    assert cmod.switched_on({"on": True}, None, problems, settings) == ({"enabled": True}, [], False)
