@@ -108,12 +108,10 @@ def test_what_k3s_refuses_is_refused(tmp_path, role, config, env, needle):
 def test_restore_flags_need_cluster_reset_and_an_existing_snapshot(tmp_path):
     snapshot = tmp_path / "snap"
     assert run(tmp_path, "server", {"cluster-init": True}, f"--cluster-reset-restore-path={snapshot}").returncode == 1
-    environ = dict(os.environ, K3S_STANDIN_LOG=str(tmp_path / "calls.log"))
-    (tmp_path / "config.yaml").write_text("cluster-init: true\n")
-    args = [sys.executable, str(standin(tmp_path)), "server", "--config", str(tmp_path / "config.yaml"),
-            "--cluster-reset", f"--cluster-reset-restore-path={snapshot}"]
-    missing = subprocess.run(args, capture_output=True, text=True, env=environ, check=False, timeout=30)
-    assert missing.returncode == 1 and "no such file" in missing.stderr
+    missing = call(tmp_path, "server", "--cluster-reset", f"--cluster-reset-restore-path={snapshot}",
+                   config={"cluster-init": True}, env={"K3S_TOKEN": "0123456789abcdef0123456789abcdef"})
+    # pkg/etcd/etcd.go (Reset)
+    assert missing.returncode == 1 and "etcd: snapshot path does not exist" in missing.stderr
 
 
 def test_the_stand_in_claims_only_versions_whose_keys_it_knows(tmp_path):
@@ -122,3 +120,130 @@ def test_the_stand_in_claims_only_versions_whose_keys_it_knows(tmp_path):
     version = subprocess.run([sys.executable, str(standin(tmp_path)), "--version"], capture_output=True, text=True,
                              env=dict(os.environ, K3S_STANDIN_LOG=str(tmp_path / "calls.log")), check=True)
     assert version.stdout.split()[2] == PIN
+
+
+# The restore rules (issue 42). Each row: what the real k3s refuses, and where (k3s-io/k3s):
+#   pkg/cli/server/server.go, run(): --cluster-reset while a server URL is set; a restore without a
+#     token when <data-dir>/server/token does not exist;
+#   pkg/cluster/storage.go, getBootstrapKeyFromStorage(): data (restored or kept) encrypted with another token;
+#   pkg/etcd/etcd.go, Reset(): with etcd S3 on, the restore path is an object key downloaded from the bucket;
+#   pkg/cluster/managed.go, start(): a reset without a restore path once db/reset-flag exists, and the
+#     flag removed by the next normal start.
+TOKEN = "0123456789abcdef0123456789abcdef"
+OTHER = "fedcba9876543210fedcba9876543210"
+
+
+def call(tmp_path, *args, config=None, env=None, check_only=False):
+    cfg = tmp_path / "config.yaml"
+    base = {"data-dir": str(tmp_path / "data")}
+    base.update(config or {})
+    cfg.write_text(to_nice_yaml(base, indent=2, sort_keys=True))
+    environ = dict(os.environ, K3S_STANDIN_LOG=str(tmp_path / "calls.log"), K3S_STANDIN_S3_ROOT=str(tmp_path / "s3"))
+    for name in ("K3S_TOKEN", "K3S_URL", "HTTPS_PROXY", "https_proxy", "K3S_STANDIN_CHECK_ONLY"):
+        environ.pop(name, None)
+    if check_only:
+        environ["K3S_STANDIN_CHECK_ONLY"] = "1"
+    environ.update(env or {})
+    command, rest = args[0], args[1:]
+    return subprocess.run([sys.executable, str(standin(tmp_path)), command, "--config", str(cfg), *rest],
+                          capture_output=True, text=True, env=environ, check=False, timeout=30)
+
+
+def data_with_snapshot(tmp_path, token=TOKEN):
+    """A server's data created with `token` (what its first start leaves), and a snapshot of it."""
+    db = tmp_path / "data" / "server" / "db"
+    (db / "etcd").mkdir(parents=True)
+    import hashlib
+    (db / "etcd" / "standin-bootstrap").write_text(hashlib.sha256(token.encode()).hexdigest() + "\n")
+    saved = call(tmp_path, "etcd-snapshot", "save", "--name", "before", config={"node-name": "cp1"})
+    assert saved.returncode == 0, saved.stderr
+    (snap,) = (db / "snapshots").glob("before-cp1-*")
+    return db, snap
+
+
+def test_a_reset_on_a_server_that_joins_another_is_refused(tmp_path):
+    db, snap = data_with_snapshot(tmp_path)
+    args = ("server", "--cluster-reset", f"--cluster-reset-restore-path={snap}")
+    done = call(tmp_path, *args, config={"server": URL}, env={"K3S_TOKEN": TOKEN})
+    assert done.returncode == 1
+    assert "cannot perform cluster-reset while server URL is set" in done.stderr
+    # the same server with the URL cleared by a drop-in (config.yaml.d, later files win) resets
+    dropins = tmp_path / "config.yaml.d"
+    dropins.mkdir()
+    (dropins / "90-restore.yaml").write_text('server: ""\n')
+    done = call(tmp_path, *args, config={"server": URL}, env={"K3S_TOKEN": TOKEN})
+    assert done.returncode == 0, done.stderr
+    assert (db / "reset-flag").exists()
+
+
+def test_a_restore_needs_the_token_the_snapshot_was_taken_with(tmp_path):
+    db, snap = data_with_snapshot(tmp_path)
+    args = ("server", "--cluster-reset", f"--cluster-reset-restore-path={snap}")
+    done = call(tmp_path, *args)
+    assert done.returncode == 1 and "server/token does not exist, please pass --token" in done.stderr
+    done = call(tmp_path, *args, env={"K3S_TOKEN": OTHER})
+    assert done.returncode == 1
+    assert "bootstrap data already found and encrypted with different token" in done.stderr
+    done = call(tmp_path, *args, env={"K3S_TOKEN": "K10" + "ab" * 32 + "::server:" + TOKEN})
+    assert done.returncode == 0, done.stderr
+    assert "restart without --cluster-reset" in done.stdout
+    assert list(db.glob("etcd-old-*"))  # the data that was there is kept aside, as k3s keeps it
+
+
+def test_data_encrypted_with_another_token_does_not_start(tmp_path):
+    data_with_snapshot(tmp_path)
+    ready = call(tmp_path, "kubectl", "get", "--raw", "/readyz/etcd", env={"K3S_TOKEN": OTHER})
+    assert ready.returncode == 1
+    ready = call(tmp_path, "kubectl", "get", "--raw", "/readyz/etcd", env={"K3S_TOKEN": TOKEN})
+    assert ready.returncode == 0 and ready.stdout.strip() == "ok"
+
+
+def test_a_file_that_is_no_snapshot_is_refused(tmp_path):
+    fake = tmp_path / "fake"
+    fake.write_text("snapshot bytes\n")
+    done = call(tmp_path, "server", "--cluster-reset", f"--cluster-reset-restore-path={fake}", env={"K3S_TOKEN": TOKEN})
+    assert done.returncode == 1 and "integrity check failed" in done.stderr
+
+
+def test_with_etcd_s3_on_the_restore_path_is_a_key_in_the_bucket(tmp_path):
+    db, snap = data_with_snapshot(tmp_path)
+    s3 = {"etcd-s3": True, "etcd-s3-bucket": "backups", "etcd-s3-folder": "k3s"}
+    local = ("server", "--cluster-reset", f"--cluster-reset-restore-path={snap}")
+    done = call(tmp_path, *local, config=s3, env={"K3S_TOKEN": TOKEN})
+    assert done.returncode == 1 and "The specified key does not exist" in done.stderr
+    # a local snapshot restores with S3 switched off for the reset (k3s docs: --etcd-s3=false)
+    done = call(tmp_path, *local, "--etcd-s3=false", config=s3, env={"K3S_TOKEN": TOKEN})
+    assert done.returncode == 0, done.stderr
+    # a key in the bucket is downloaded; behind a proxy only with the proxy set
+    bucket = tmp_path / "s3" / "backups" / "k3s"
+    bucket.mkdir(parents=True)
+    (bucket / "remote-snap").write_bytes(snap.read_bytes())
+    (tmp_path / "s3" / ".needs-proxy").write_text("")
+    remote = ("server", "--cluster-reset", "--cluster-reset-restore-path=remote-snap")
+    done = call(tmp_path, *remote, config=s3, env={"K3S_TOKEN": TOKEN})
+    assert done.returncode == 1 and "only through the proxy" in done.stderr
+    done = call(tmp_path, *remote, config={**s3, "etcd-s3-proxy": "http://proxy:3128"}, env={"K3S_TOKEN": TOKEN})
+    assert done.returncode == 0, done.stderr
+    assert (db / "snapshots" / "remote-snap").exists()
+
+
+def test_the_reset_flag_refuses_a_second_plain_reset_and_a_start_removes_it(tmp_path):
+    db, snap = data_with_snapshot(tmp_path)
+    assert call(tmp_path, "server", "--cluster-reset", env={"K3S_TOKEN": TOKEN}).returncode == 0
+    again = call(tmp_path, "server", "--cluster-reset", env={"K3S_TOKEN": TOKEN})
+    assert again.returncode == 1 and "was previously reset" in again.stderr
+    # a restore from a snapshot does not look at the flag (managed.go: "don't check the reset-flag")
+    done = call(tmp_path, "server", "--cluster-reset", f"--cluster-reset-restore-path={snap}", env={"K3S_TOKEN": TOKEN})
+    assert done.returncode == 0, done.stderr
+
+
+def test_prune_keeps_the_newest_snapshots_of_a_name(tmp_path):
+    db, _snap = data_with_snapshot(tmp_path)
+    for age, name in enumerate(["pre-upgrade-a", "pre-upgrade-b", "pre-upgrade-c", "other-x"]):
+        path = db / "snapshots" / name
+        path.write_text("k3s-standin-snapshot bootstrap=x\n")
+        os.utime(path, (1_000_000 + age, 1_000_000 + age))
+    done = call(tmp_path, "etcd-snapshot", "prune", "--name", "pre-upgrade", "--snapshot-retention", "2")
+    assert done.returncode == 0, done.stderr
+    assert sorted(p.name for p in (db / "snapshots").glob("*-*") if not p.name.startswith("before")) == [
+        "other-x", "pre-upgrade-b", "pre-upgrade-c"]

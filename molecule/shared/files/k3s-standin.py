@@ -8,13 +8,30 @@
 #   k3s server | k3s agent        the unit: check the config, then tell systemd READY=1 and stay up
 #                                 (fails while /etc/k3s-standin-fail-start exists)
 #   k3s server --cluster-reset [--cluster-reset-restore-path=P]
-#                                 check the flags and P, create db/etcd, print k3s's reset message
-#   k3s etcd-snapshot ...         fails while /etc/k3s-standin-fail-snapshot exists
+#                                 check the flags, the token and P, restore the snapshot's data into
+#                                 db/etcd (the old data moved to db/etcd-old-<time>), write db/reset-flag,
+#                                 print k3s's reset message
+#   k3s etcd-snapshot save [--name N]   write db/snapshots/N-<node>-<time> holding the data's bootstrap
+#                                 key (fails while /etc/k3s-standin-fail-snapshot exists, or without data)
+#   k3s etcd-snapshot prune --name N --snapshot-retention R   keep the R newest snapshots named N-*
 #   k3s kubectl get node ...      "True" (the Ready condition)
-#   --config FILE / -c FILE       another config file (as k3s); K3S_STANDIN_CHECK_ONLY=1 stops after the checks
+#   k3s kubectl get --raw /readyz/etcd   "ok" when this server's etcd data opens with its token
+#   --config FILE / -c FILE       another config file (as k3s), with its FILE.d/*.yaml drop-ins;
+#                                 K3S_STANDIN_CHECK_ONLY=1 stops after the checks
+#   data-dir (config or --data-dir)   where the data lives (default /var/lib/rancher/k3s, as k3s)
+#
+# The data model: the bootstrap data k3s keeps in etcd is encrypted with the server token's
+# password (k3s pkg/cluster/storage.go); here db/etcd/standin-bootstrap holds the sha256 of the
+# password the data was created with, every snapshot carries it, and a start or restore with another
+# token fails as k3s fails. The etcd S3 bucket is the directory K3S_STANDIN_S3_ROOT/<bucket>/<folder>
+# (default /var/lib/k3s-standin-s3); while <root>/.needs-proxy exists the bucket answers only through
+# a proxy (etcd-s3-proxy, or HTTPS_PROXY in the environment).
 #
 # Every call is appended to /var/log/k3s-standin.log (K3S_STANDIN_LOG overrides it).
+import glob
+import hashlib
 import os
+import shutil
 import re
 import socket
 import sys
@@ -74,6 +91,13 @@ VALUE_RE = re.compile(r"^(%s)?$" % NAME)
 EFFECTS = ("NoSchedule", "PreferNoSchedule", "NoExecute")
 # The secure token form (k3s pkg/clientaccess/token.go): K10<sha256 of the CA>::<user>:<password>.
 FULL_TOKEN = re.compile(r"^K10[0-9a-f]{64}::[^:]+:.+$")
+
+
+DEFAULT_DATA_DIR = "/var/lib/rancher/k3s"
+S3_ROOT = os.environ.get("K3S_STANDIN_S3_ROOT", "/var/lib/k3s-standin-s3")
+SNAPSHOT_MAGIC = "k3s-standin-snapshot bootstrap="
+# k3s pkg/cluster/storage.go (getBootstrapKeyFromStorage): the bootstrap key does not open with this token
+DIFFERENT_TOKEN = "bootstrap data already found and encrypted with different token"
 
 
 def log(argv):
@@ -138,6 +162,55 @@ def read_config(path):
                 items = None
                 config[key] = match.group(2)
     return dict((k, [scalar(i) for i in v] if isinstance(v, list) else scalar(v)) for k, v in config.items())
+
+
+def read_config_with_dropins(path):
+    """config.yaml, then its drop-ins FILE.d/*.yaml in name order, a later file replacing a key an
+    earlier one set and 'key+' appending to a list (k3s pkg/configfilearg, parser.go: FindConfigFileFlag
+    and dotDFiles). A drop-in that says server: "" clears the server URL."""
+    config = read_config(path) if os.path.exists(path) else {}
+    for dropin in sorted(glob.glob(os.path.join(path + ".d", "*.yaml"))):
+        for key, value in read_config(dropin).items():
+            if key.endswith("+"):
+                config[key[:-1]] = as_list(config.get(key[:-1], [])) + as_list(value)
+            else:
+                config[key] = value
+    return config
+
+
+def cli_value(args, *names):
+    """The value of a flag on the command line (--name=value or --name value), None when absent; a bare
+    boolean flag reads as True."""
+    found = None
+    for index, arg in enumerate(args):
+        for name in names:
+            if arg == name:
+                nxt = args[index + 1] if index + 1 < len(args) else ""
+                found = True if (not nxt or nxt.startswith("-")) else nxt
+            elif arg.startswith(name + "="):
+                value = arg.split("=", 1)[1]
+                found = {"true": True, "false": False}.get(value, value)
+    return found
+
+
+def setting(config, args, key, env=None):
+    """A k3s setting as k3s resolves it: the command line over the config file over the environment."""
+    value = cli_value(args, "--" + key)
+    if value is None:
+        value = config.get(key)
+    if value is None and env:
+        value = os.environ.get(env)
+    return value
+
+
+def token_secret(token):
+    """The password part of a token (k3s pkg/clientaccess/token.go: K10<hash>::<user>:<password>)."""
+    token = str(token or "").strip()
+    return token.split("::", 1)[1].split(":", 1)[1] if FULL_TOKEN.match(token) else token
+
+
+def token_key(token):
+    return hashlib.sha256(token_secret(token).encode()).hexdigest()
 
 
 def as_list(value):
@@ -209,8 +282,8 @@ def check(role, config, args):
         check_labels(config["node-label"])
     if "node-taint" in config:
         check_taints(config["node-taint"])
-    server = config.get("server") or os.environ.get("K3S_URL", "")
-    token = config.get("token") or os.environ.get("K3S_TOKEN", "")
+    server = setting(config, args, "server", "K3S_URL") or ""
+    token = setting(config, args, "token", "K3S_TOKEN") or ""
     if not token and config.get("token-file"):
         try:
             with open(config["token-file"]) as handle:
@@ -242,7 +315,165 @@ def check(role, config, args):
         if restore and not reset:
             # pkg/cli/server/server.go
             fail("invalid flag use; --cluster-reset required with --cluster-reset-restore-path")
+        if reset and server:
+            # pkg/cli/server/server.go (run): a reset on a server that joins another is refused
+            fail("cannot perform cluster-reset while server URL is set - remove server from configuration "
+                 "before resetting")
+        token_file = os.path.join(data_dir(config, args), "server", "token")
+        if reset and restore and not token and not os.path.exists(token_file):
+            # pkg/cli/server/server.go (run): a restore needs the token the snapshot's data is encrypted with
+            fail(token_file + " does not exist, please pass --token to complete the restoration")
     return reset, restore
+
+
+def data_dir(config, args):
+    return str(setting(config, args, "data-dir") or DEFAULT_DATA_DIR)
+
+
+def server_token(config, args, server_dir):
+    """The token a server uses: --token / token / K3S_TOKEN / token-file, else the password in
+    server/token that a server which ran before keeps ('' when none)."""
+    token = setting(config, args, "token", "K3S_TOKEN") or ""
+    if not token and config.get("token-file") and os.path.exists(config["token-file"]):
+        with open(config["token-file"]) as handle:
+            token = handle.read().strip()
+    if not token and os.path.exists(os.path.join(server_dir, "token")):
+        with open(os.path.join(server_dir, "token")) as handle:
+            token = handle.read().strip()
+    return token
+
+
+def snapshot_key(path):
+    """The bootstrap key a stand-in snapshot carries; a file that is no snapshot is refused, as etcd's
+    snapshot restore refuses it (go.etcd.io/etcd/etcdutl snapshot: the file's hash does not verify)."""
+    with open(path, "rb") as handle:
+        head = handle.read(200).decode("utf-8", "replace").splitlines()
+    if not head or not head[0].startswith(SNAPSHOT_MAGIC):
+        fail("failed to restore snapshot %s: snapshot file integrity check failed (not an etcd snapshot)" % path)
+    return head[0][len(SNAPSHOT_MAGIC):].strip()
+
+
+def s3_on(config, args):
+    return setting(config, args, "etcd-s3") is True
+
+
+def s3_download(config, args, key, snapshots):
+    """pkg/etcd/etcd.go (Reset): with etcd S3 on, the restore path is an object key in the bucket,
+    downloaded before the restore; a local path is no key there."""
+    proxy = setting(config, args, "etcd-s3-proxy") or os.environ.get("HTTPS_PROXY") or os.environ.get("https_proxy")
+    bucket = str(setting(config, args, "etcd-s3-bucket") or "")
+    folder = str(setting(config, args, "etcd-s3-folder") or "")
+    if os.path.exists(os.path.join(S3_ROOT, ".needs-proxy")) and not proxy:
+        fail("failed to download %s from S3: dial tcp: i/o timeout (the bucket answers only through the proxy)" % key)
+    source = os.path.join(S3_ROOT, bucket, folder, key.lstrip("/")) if "/" not in key else ""
+    if not source or not os.path.isfile(source):
+        fail("failed to download %s from S3 bucket %r: The specified key does not exist." % (key, bucket))
+    os.makedirs(snapshots, exist_ok=True)
+    target = os.path.join(snapshots, os.path.basename(key))
+    shutil.copyfile(source, target)
+    return target
+
+
+def reset(config, args, restore):
+    server_dir = os.path.join(data_dir(config, args), "server")
+    db = os.path.join(server_dir, "db")
+    reset_flag = os.path.join(db, "reset-flag")
+    if not restore and os.path.exists(reset_flag):
+        # pkg/cluster/managed.go (start): a reset without a restore path is refused once the flag exists
+        fail("Managed etcd cluster membership was previously reset, please remove the cluster-reset flag and "
+             "start k3s normally. If you need to perform another cluster reset, you must first manually delete "
+             "the %s file" % reset_flag)
+    etcd = os.path.join(db, "etcd")
+    if restore:
+        if s3_on(config, args):
+            restore = s3_download(config, args, restore, os.path.join(db, "snapshots"))
+        if not os.path.exists(restore):
+            # pkg/etcd/etcd.go (Reset)
+            fail("etcd: snapshot path does not exist: %s" % restore)
+        if os.path.isdir(restore):
+            fail("etcd: snapshot path must be a file, not a directory: %s" % restore)
+        key = snapshot_key(restore)
+        if key != token_key(server_token(config, args, server_dir)):
+            fail(DIFFERENT_TOKEN)
+        if os.path.isdir(etcd):
+            # pkg/etcd/etcd.go (Restore): the old data directory is kept beside the restored one
+            stamp = int(time.time())
+            while os.path.exists("%s-old-%d" % (etcd, stamp)):
+                stamp += 1
+            os.rename(etcd, "%s-old-%d" % (etcd, stamp))
+        os.makedirs(os.path.join(etcd, "member", "wal"))
+        with open(os.path.join(etcd, "standin-bootstrap"), "w") as handle:
+            handle.write(key + "\n")
+    else:
+        os.makedirs(os.path.join(etcd, "member", "wal"), exist_ok=True)
+    with open(reset_flag, "w"):
+        pass
+    print("Managed etcd cluster membership has been reset, restart without --cluster-reset flag now.")
+    return 0
+
+
+def start_server(config, args):
+    """What a server's start checks against its data: the reset flag goes (pkg/cluster/managed.go), and
+    data written with another token is refused (pkg/cluster/storage.go)."""
+    server_dir = os.path.join(data_dir(config, args), "server")
+    db = os.path.join(server_dir, "db")
+    if os.path.exists(os.path.join(db, "reset-flag")):
+        os.remove(os.path.join(db, "reset-flag"))
+    bootstrap = os.path.join(db, "etcd", "standin-bootstrap")
+    token = server_token(config, args, server_dir)
+    if os.path.exists(bootstrap):
+        with open(bootstrap) as handle:
+            if token and handle.read().strip() != token_key(token):
+                fail("starting kubernetes: preparing server: failed to bootstrap cluster data: " + DIFFERENT_TOKEN)
+    else:
+        os.makedirs(os.path.join(db, "etcd", "member", "wal"), exist_ok=True)
+        with open(bootstrap, "w") as handle:
+            handle.write(token_key(token or secrets_token()) + "\n")
+
+
+def secrets_token():
+    return hashlib.sha256(os.urandom(32)).hexdigest()
+
+
+def etcd_ready(config, args):
+    """kubectl get --raw /readyz/etcd: 'ok' when this server's etcd data exists and opens with its token."""
+    server_dir = os.path.join(data_dir(config, args), "server")
+    bootstrap = os.path.join(server_dir, "db", "etcd", "standin-bootstrap")
+    if not os.path.exists(bootstrap):
+        return False
+    token = server_token(config, args, server_dir)
+    with open(bootstrap) as handle:
+        return not token or handle.read().strip() == token_key(token)
+
+
+def snapshot(config, args):
+    """etcd-snapshot save / prune on this server's data (save needs the data, as it needs a running etcd)."""
+    server_dir = os.path.join(data_dir(config, args), "server")
+    snapshots = os.path.join(server_dir, "db", "snapshots")
+    name = str(cli_value(args, "--name") or "on-demand")
+    if "prune" in args:
+        keep = int(cli_value(args, "--snapshot-retention") or 5)
+        found = sorted(glob.glob(os.path.join(snapshots, name + "-*")), key=os.path.getmtime)
+        for path in found[:max(len(found) - keep, 0)]:
+            os.remove(path)
+            print("Removed local snapshot %s" % path)
+        return 0
+    if "save" not in args:
+        return 0
+    bootstrap = os.path.join(server_dir, "db", "etcd", "standin-bootstrap")
+    if not os.path.exists(bootstrap):
+        sys.stderr.write("etcd-snapshot: failed to get etcd status: this server runs no etcd (stand-in)\n")
+        return 1
+    with open(bootstrap) as handle:
+        key = handle.read().strip()
+    node = str(setting(config, args, "node-name") or socket.gethostname())
+    os.makedirs(snapshots, exist_ok=True)
+    path = os.path.join(snapshots, "%s-%s-%d" % (name, node, int(time.time())))
+    with open(path, "w") as handle:
+        handle.write(SNAPSHOT_MAGIC + key + "\n")
+    os.chmod(path, 0o600)
+    print("Snapshot %s saved." % os.path.basename(path))
+    return 0
 
 
 def notify_ready():
@@ -252,38 +483,46 @@ def notify_ready():
         socket.socket(socket.AF_UNIX, socket.SOCK_DGRAM).sendto(b"READY=1", target)
 
 
+def config_path(rest):
+    path = CONFIG
+    for index, arg in enumerate(rest):
+        if arg in ("--config", "-c") and index + 1 < len(rest):
+            path = rest[index + 1]
+        elif arg.startswith("--config="):
+            path = arg.split("=", 1)[1]
+    return path
+
+
 def main(argv):
     log(argv[1:])
     args = argv[1:]
     command = args[0] if args else ""
+    rest = args[1:]
+    config = read_config_with_dropins(config_path(rest))
     if command in ("server", "agent"):
-        rest = args[1:]
-        path = CONFIG
-        for index, arg in enumerate(rest):
-            if arg in ("--config", "-c") and index + 1 < len(rest):
-                path = rest[index + 1]
-            elif arg.startswith("--config="):
-                path = arg.split("=", 1)[1]
-        config = read_config(path) if os.path.exists(path) else {}
-        reset, restore = check(command, config, rest)
+        is_reset, restore = check(command, config, rest)
         if os.environ.get("K3S_STANDIN_CHECK_ONLY") == "1":
             print("config accepted (stand-in %s)" % VERSION)
             return 0
-        if reset:
-            if restore and not os.path.isfile(restore) and not (config.get("etcd-s3") is True and "/" not in restore):
-                # k3s refuses a restore path that does not exist before it touches etcd (a bare name
-                # is an object in the etcd-s3 bucket when etcd-s3 is on)
-                fail("restore path %s: no such file" % restore)
-            os.makedirs("/var/lib/rancher/k3s/server/db/etcd", exist_ok=True)
-            print("Managed etcd cluster membership has been reset, restart without --cluster-reset flag now.")
-            return 0
+        if is_reset:
+            return reset(config, rest, restore)
         if os.path.exists("/etc/k3s-standin-fail-start"):
             fail("k3s failed to start (stand-in)")
+        if command == "server":
+            start_server(config, rest)
         notify_ready()
         while True:
             time.sleep(3600)
-    if command == "etcd-snapshot" and os.path.exists("/etc/k3s-standin-fail-snapshot"):
-        sys.stderr.write("etcd snapshot failed (stand-in)\n")
+    if command == "etcd-snapshot":
+        if os.path.exists("/etc/k3s-standin-fail-snapshot"):
+            sys.stderr.write("etcd snapshot failed (stand-in)\n")
+            return 1
+        return snapshot(config, rest)
+    if command == "kubectl" and "--raw" in " ".join(args) and "/readyz/etcd" in " ".join(args):
+        if etcd_ready(config, rest):
+            print("ok")
+            return 0
+        sys.stderr.write("[-]etcd failed: etcd data missing or not readable with this server's token (stand-in)\n")
         return 1
     if command == "kubectl" and "get" in args and "node" in args and any("Ready" in a for a in args):
         print("True")
