@@ -130,7 +130,9 @@ k3s_standin() {
 
 write_inventory() {
   local name group octet
-  rm -rf "$inventory"
+  # Only what this writes is replaced: the state directory beside it ($inventory/.gpu-cluster: the
+  # cluster identity, the server token, backups) is the cluster's and survives every lab run.
+  rm -rf "$inventory/hosts.yml" "$inventory/group_vars"
   mkdir -p "$inventory/group_vars/all"
   {
     echo "---"

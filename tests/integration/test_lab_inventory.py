@@ -133,3 +133,17 @@ def test_lab_nfs_export_lists_only_node_addresses_and_is_not_world_writable(lab_
     directory = json.loads(facts.read_text())
     assert (str(directory["owner"]), str(directory["group"])) == ("2049", "2049")
     assert not int(directory["mode"], 8) & 0o002, directory
+
+
+def test_rewriting_the_inventory_keeps_the_clusters_state(tmp_path):
+    """`make lab` rewrites the inventory on every run; the state directory beside it (the identity
+    record and the server token that day-2 and restores read, docs/k3s.md) must survive, or a
+    no-op re-run records the identity again (changed) and a restore loses the token (issue 42)."""
+    env = dict(os.environ, LAB_STATE=str(tmp_path))
+    subprocess.run(["bash", "lab/lab.sh", "inventory"], cwd=REPO, env=env, check=True, capture_output=True)
+    record = tmp_path / "inventory" / ".gpu-cluster" / "cluster-id"
+    record.parent.mkdir()
+    record.write_text("0123456789abcdef0123456789abcdef\n")
+    subprocess.run(["bash", "lab/lab.sh", "inventory"], cwd=REPO, env=env, check=True, capture_output=True)
+    assert record.read_text() == "0123456789abcdef0123456789abcdef\n"
+    assert (tmp_path / "inventory" / "hosts.yml").is_file()
