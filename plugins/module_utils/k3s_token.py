@@ -54,19 +54,25 @@ def token_secret(token):
     return match.group(3) if match else token
 
 
-def token_plan(stored, given=None, running=None, initialised=False):
+def token_plan(stored, given=None, running=None, initialised=False, recorded=None, identity_recorded=False):  # noqa: PLR0913,PLR0917 - the module's options
     """Decide the cluster token: returns (token, generated); ValueError says what to change.
 
     stored: the collection's token file on the token server (None when absent);
     given: k3s_token (None when unset); running: /var/lib/rancher/k3s/server/token of an
     initialised server (None when absent); initialised: whether any server already runs a
-    cluster. Once a cluster exists its token never changes here: a k3s_token whose secret
-    differs from the cluster's is refused and the stored token is kept. Surrounding
-    whitespace never counts as a difference.
+    cluster; recorded: the token the control node keeps for this cluster (the state directory's
+    server-token, else the newest reset or restore backup; None when none); identity_recorded:
+    the state directory records this cluster's identity. Once a cluster exists its token never
+    changes here: a k3s_token whose secret differs from the cluster's is refused and the stored
+    token is kept. A cluster whose servers were all rebuilt starts again with its recorded token
+    (its etcd snapshots are encrypted with it: k3s pkg/cluster/storage.go), and a cluster whose
+    identity is recorded never gets a new random token. Surrounding whitespace never counts as a
+    difference.
     """
     stored = (stored or "").strip() or None
     given = (given or "").strip() or None
     running = (running or "").strip() or None
+    recorded = (recorded or "").strip() or None
     if given is not None:
         problem = token_problem(given)
         if problem:
@@ -82,10 +88,26 @@ def token_plan(stored, given=None, running=None, initialised=False):
             "Token rotation).")
     if stored is not None:
         return stored, False
+    if given is not None and reference is None and recorded is not None \
+            and token_secret(given) != token_secret(recorded):
+        raise ValueError(
+            "k3s_token differs from the token recorded for this cluster on the control node (the state "
+            "directory's server-token or its newest backup): its etcd snapshots only restore with the recorded "
+            "one; nothing was changed. Remove k3s_token (the recorded token is used) or, for a new cluster, "
+            "remove the state directory's cluster-id and server-token first.")
     if given is not None:
         return given, False
     if running is not None:
         return running, False
+    if recorded is not None and not initialised:
+        return token_secret(recorded), False
+    if identity_recorded and not initialised:
+        raise ValueError(
+            "this inventory's cluster was created before (the state directory records its identity) but its "
+            "server token is recorded nowhere on the control node: a new random token could never open the "
+            "cluster's etcd snapshots. Set k3s_token to the cluster's token (a reset or restore backup keeps it: "
+            "<backup dir>/<time>/<server>/cluster-token), or, to start a new cluster, remove the state "
+            "directory's cluster-id first; nothing was changed.")
     if initialised:
         raise ValueError(
             "the cluster is already initialised but no server's token could be read: set k3s_token to "

@@ -43,6 +43,19 @@ options:
         a token the cluster would reject.
     type: bool
     default: false
+  recorded_token:
+    description:
+      - The token the control node keeps for this cluster (the state directory's C(server-token), else
+        the newest reset or restore backup). When no server holds a token (every server was rebuilt)
+        it is the token written, so the cluster's etcd snapshots still restore; a O(token) that
+        differs from it is refused.
+    type: str
+  identity_recorded:
+    description:
+      - Whether the state directory records this cluster's identity. When true and no token is
+        stored, given, running or recorded, the module fails instead of generating a new token.
+    type: bool
+    default: false
   server_token_path:
     description:
       - The token file of a running k3s server on this host; when it exists it is the cluster's
@@ -115,6 +128,8 @@ def main():
             token=dict(type="str", no_log=True),
             initialised=dict(type="bool", default=False),
             server_token_path=dict(type="path", default="/var/lib/rancher/k3s/server/token"),
+            recorded_token=dict(type="str", no_log=True),
+            identity_recorded=dict(type="bool", default=False),
         ),
         supports_check_mode=True,
     )
@@ -122,7 +137,8 @@ def main():
     stored = read_token(module, path, "k3s_node_token_file")
     running = read_token(module, module.params["server_token_path"], "server_token_path")
     try:
-        wanted, generated = token_plan(stored, module.params["token"], running, module.params["initialised"])
+        wanted, generated = token_plan(stored, module.params["token"], running, module.params["initialised"],
+                                       module.params["recorded_token"], module.params["identity_recorded"])
     except ValueError as exc:
         module.fail_json(msg=str(exc))
 

@@ -8,6 +8,7 @@ from __future__ import (absolute_import, division, print_function)
 __metaclass__ = type
 
 import base64
+import json
 import re
 import secrets
 
@@ -141,7 +142,7 @@ def bootstrap_plan(servers, first_server, probes):
 SNAPSHOT_NAME = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._-]{0,252}\Z")
 
 
-def restore_plan(servers, first_server, probes, snapshot, backups=None, s3=False):  # noqa: PLR0917 - the filter's order
+def restore_plan(servers, first_server, probes, snapshot, backups=None, s3=False, off=None, token=True):  # noqa: PLR0913,PLR0917 - the filter's order
     """Where an etcd snapshot restore runs, and how, decided before anything is stopped.
 
     probes: {server: {'reachable': bool, 'snapshot': bool (the named file is in its snapshot
@@ -149,6 +150,13 @@ def restore_plan(servers, first_server, probes, snapshot, backups=None, s3=False
     'joined': str (the same for a server that rejoined after a restore)}}.
     backups: control-node paths of copies of the snapshot (reset and restore backups).
     s3: the servers are configured with etcd S3 (k3s fetches the snapshot from the bucket).
+    off: the servers the user says are off or wiped (k3s_snapshot_restore_servers_off): every server
+    that does not answer must be among them, or the restore is refused before anything stops - a
+    server that was only unreachable keeps its k3s enabled and its old etcd data, and two of three
+    coming back hold a majority of the old cluster beside the restored one.
+    token: whether the cluster's server token is known (the state directory's server-token, k3s_token
+    or a server's cluster-token): a restore without it fails in k3s (pkg/cli/server/server.go; data
+    encrypted with another token, pkg/cluster/storage.go), so it is refused before anything stops.
     Returns {restore_server, source ('local', 'backup' or 's3'), backup, stop, rejoin, down,
     problem}; problem is '' when the restore may go ahead, else why not and what to do.
     restore_server is the server an interrupted restore of this snapshot already reset, else
@@ -198,6 +206,26 @@ def restore_plan(servers, first_server, probes, snapshot, backups=None, s3=False
             "node, and etcd S3 is not configured: nothing was stopped. List the snapshots with "
             "-e k3s_snapshot_action=list"
             + (f", or bring {', '.join(plan['down'])} back if it holds it" if plan["down"] else "") + ".")
+        return plan
+    unconfirmed = [s for s in plan["down"] if s not in (off or [])]
+    if unconfirmed:
+        listed = ", ".join(unconfirmed)
+        plan["problem"] = (
+            f"{listed} could not be reached, and a server that is only unreachable still has k3s enabled and "
+            "its old etcd data: when it comes back it rejoins the old cluster, and two old members would hold a "
+            "majority beside the restored one. Nothing was stopped. Bring them back and re-run (they are reset "
+            "and rejoined), or make sure they are off (shut the VMs down in Proxmox, or wipe them) and say so: "
+            f"-e '{json.dumps({'k3s_snapshot_restore_servers_off': unconfirmed})}'"
+            " (docs/k3s.md, Disaster recovery). k3s.yml moves their old etcd data aside when they return.")
+        plan.update(restore_server="", source="", backup="")
+        return plan
+    if not token:
+        plan["problem"] = (
+            "the cluster's server token is not known: neither the state directory's server-token, k3s_token, "
+            "nor a server's /etc/rancher/k3s/cluster-token holds it, and k3s restores a snapshot only with the "
+            "token its data was encrypted with. Set k3s_token to the cluster's token (a backup keeps it: "
+            "<backup dir>/<time>/<server>/cluster-token) and re-run. Nothing was stopped.")
+        plan.update(restore_server="", source="", backup="")
         return plan
     restorer = plan["restore_server"]
     done = [s for s in reachable if s != restorer and probe(s).get("joined") == name]

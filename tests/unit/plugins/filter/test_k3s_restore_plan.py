@@ -31,16 +31,16 @@ def registered(snapshot_on=(), done=None, joined=None):
 
 
 def test_first_server_unreachable_snapshot_on_cp3():
-    plan = PLAN(registered(snapshot_on=["cp3"]), SERVERS, "cp1", "snap-1", [], False)
+    plan = PLAN(registered(snapshot_on=["cp3"]), SERVERS, "cp1", "snap-1", [], False, ["cp1"])
     assert plan["restore_server"] == "cp3" and plan["down"] == ["cp1"] and plan["rejoin"] == ["cp2"]
 
 
 def test_markers_are_read_stripped_and_resume_the_restore():
     plan = PLAN(registered(snapshot_on=["cp3"], done={"cp2": "snap-1\n"}, joined={"cp3": "snap-1\n"}),
-                SERVERS, "cp1", "snap-1", [], False)
+                SERVERS, "cp1", "snap-1", [], False, ["cp1"])
     assert plan["restore_server"] == "cp2" and plan["stop"] == [] and plan["rejoin"] == []
 
 
 def test_nothing_anywhere_is_a_problem_not_an_exception():
-    plan = PLAN(registered(), SERVERS, "cp1", "snap-1", [], False)
+    plan = PLAN(registered(), SERVERS, "cp1", "snap-1", [], False, ["cp1"])
     assert plan["problem"].startswith("snapshot snap-1 is on none of the reachable servers (cp2, cp3)")

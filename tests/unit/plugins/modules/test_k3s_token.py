@@ -169,3 +169,31 @@ def test_binary_token_file_is_a_clean_error(run, tmp_path):
     ok, result = run(path=str(path))
     assert not ok and result["msg"] == (f"Could not read the token file {path} (UnicodeDecodeError): fix its permissions "
                                         "or set k3s_node_token_file to a readable file")
+
+
+# Issue 42: a cluster whose servers were all rebuilt must start again with its original token, or
+# its etcd snapshots cannot be restored (k3s pkg/cluster/storage.go: "bootstrap data already found
+# and encrypted with different token"; k3s docs cli/etcd-snapshot.md, "Restoring to new hosts").
+def test_rebuilt_servers_get_the_recorded_token_not_a_new_one(run, tmp_path):
+    path = tmp_path / "cluster-token"
+    ok, result = run(path=str(path), recorded_token="K10" + "ab" * 32 + "::server:recorded-0123456789",
+                     identity_recorded=True)
+    assert ok and result["changed"] and not result["generated"]
+    assert path.read_text() == "recorded-0123456789\n"
+
+
+def test_a_recorded_identity_without_a_token_is_never_given_a_new_token(run, tmp_path):
+    path = tmp_path / "cluster-token"
+    ok, result = run(path=str(path), identity_recorded=True)
+    assert not ok and "recorded nowhere on the control node" in result["msg"] and "k3s_token" in result["msg"]
+    assert not path.exists()
+
+
+def test_a_token_other_than_the_recorded_one_is_refused(run, tmp_path):
+    path = tmp_path / "cluster-token"
+    ok, result = run(path=str(path), token="another-token-0123456789", recorded_token="recorded-0123456789",
+                     identity_recorded=True)
+    assert not ok and "differs from the token recorded" in result["msg"]
+    assert "recorded-0123456789" not in result["msg"] and "another-token" not in result["msg"]
+    ok, result = run(path=str(path), token="recorded-0123456789", recorded_token="recorded-0123456789")
+    assert ok and path.read_text() == "recorded-0123456789\n"

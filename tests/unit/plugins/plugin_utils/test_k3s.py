@@ -346,8 +346,8 @@ def test_bootstrap_no_problem_when_no_second_cluster_can_start(probes):
     assert k3s.bootstrap_plan(SERVERS, "cp1", probes)["problem"] == ""
 
 
-def _restore(probes, name="snap-1", backups=None, s3=False):
-    return k3s.restore_plan(SERVERS, "cp1", probes, name, backups, s3)
+def _restore(probes, name="snap-1", backups=None, s3=False, off=("cp1", "cp2", "cp3"), token=True):
+    return k3s.restore_plan(SERVERS, "cp1", probes, name, backups, s3, list(off), token)
 
 
 UP = {"reachable": True}
@@ -397,6 +397,25 @@ def test_restore_resumed_after_an_interruption_does_not_reset_again():
     probes["cp3"]["joined"] = "older"
     plan = _restore(probes)
     assert plan["restore_server"] == "cp1" and plan["stop"] == ["cp1", "cp2", "cp3"]
+
+
+def test_restore_refused_while_a_server_that_does_not_answer_is_not_known_to_be_off():
+    """Issue 42: a server that is only unreachable keeps k3s enabled and its old etcd data; two of three
+    returning would hold a majority of the old cluster beside the restored one."""
+    probes = {"cp1": {"reachable": False}, "cp2": {"reachable": False}, "cp3": {**UP, "snapshot": True}}
+    plan = _restore(probes, off=[])
+    assert plan["problem"].startswith("cp1, cp2 could not be reached") and "Nothing was stopped" in plan["problem"]
+    assert '"k3s_snapshot_restore_servers_off": ["cp1", "cp2"]' in plan["problem"]
+    assert plan["stop"] == [] and plan["restore_server"] == ""
+    plan = _restore(probes, off=["cp1"])
+    assert plan["problem"].startswith("cp2 could not be reached") and plan["stop"] == []
+    plan = _restore(probes, off=["cp1", "cp2"])
+    assert plan["problem"] == "" and plan["restore_server"] == "cp3" and plan["down"] == ["cp1", "cp2"]
+
+
+def test_restore_refused_without_the_clusters_token():
+    plan = _restore({"cp1": {**UP, "snapshot": True}, "cp2": UP, "cp3": UP}, token=False)
+    assert "server token is not known" in plan["problem"] and plan["stop"] == []
 
 
 # --- the kubelet's label restrictions (k8s.io/kubelet/pkg/apis/well_known_labels.go) -------------
