@@ -247,3 +247,18 @@ def test_prune_keeps_the_newest_snapshots_of_a_name(tmp_path):
     assert done.returncode == 0, done.stderr
     assert sorted(p.name for p in (db / "snapshots").glob("*-*") if not p.name.startswith("before")) == [
         "other-x", "pre-upgrade-b", "pre-upgrade-c"]
+
+
+def test_a_token_file_on_the_command_line_opens_the_data_once_server_token_exists(tmp_path):
+    """The collection's reset passes --token-file (never the token in argv). k3s reads the file into the
+    server's token, but its restore check looks only at --token and <data-dir>/server/token
+    (pkg/cli/server/server.go), so the playbook keeps server/token too."""
+    db, snap = data_with_snapshot(tmp_path)
+    token_file = tmp_path / "restore-token"
+    token_file.write_text(TOKEN + "\n")
+    args = ("server", "--cluster-reset", f"--token-file={token_file}", f"--cluster-reset-restore-path={snap}")
+    done = call(tmp_path, *args)
+    assert done.returncode == 1 and "server/token does not exist" in done.stderr
+    (db.parent / "token").write_text(TOKEN + "\n")
+    done = call(tmp_path, *args)
+    assert done.returncode == 0, done.stderr

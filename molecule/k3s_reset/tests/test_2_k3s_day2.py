@@ -205,6 +205,8 @@ def test_k10_token_accepted_and_used_by_joining_nodes():
 
 
 def test_snapshot_failure_stops_the_upgrade_before_any_drain():
+    for host in SERVERS:  # the servers run etcd: a snapshot needs a running etcd (the stand-in's data)
+        sh(host, "systemctl start k3s")
     for host in ALL:
         sh(host, "rm -f /var/log/k3s-standin.log")
     for host in SERVERS:
@@ -278,9 +280,23 @@ DB = "/var/lib/rancher/k3s/server/db"
 SNAP = "snap-day2"
 
 
-def restore(name=SNAP):
+def restore(name=SNAP, **extra):
     return playbook("etcd_snapshot.yml", k3s_snapshot_action="restore", k3s_snapshot_name=name,
-                    k3s_snapshot_restore_confirm=True, k3s_snapshot_restore_wait_retries=3)
+                    k3s_snapshot_restore_confirm=True, k3s_snapshot_restore_wait_retries=3, **extra)
+
+
+def snapshot_as(host, name):
+    """A snapshot as k3s writes it, `k3s etcd-snapshot save` on a server whose etcd runs (the stand-in's
+    file carries the key of the token the data was created with), renamed to `name`."""
+    sh(host, f"/usr/local/bin/k3s etcd-snapshot save --name tmp-{name} >/dev/null && "
+             f"mv \"$(ls -t {DB}/snapshots/tmp-{name}-* | head -1)\" {DB}/snapshots/{name}")
+
+
+def ip(host):
+    return sh(host, "ip -4 -o route get 1.1.1.1 | sed -n 's/.* src \\([0-9.]*\\).*/\\1/p'").strip()
+
+
+STATE = Path(os.environ.get("MOLECULE_EPHEMERAL_DIRECTORY", "/nonexistent")) / "state"
 
 
 def active(host):
@@ -301,23 +317,35 @@ def test_restore_of_a_missing_snapshot_is_refused_before_anything_stops():
 
 
 def test_restore_with_the_first_server_down_keeps_every_snapshot():
-    sh("k3s_reset-cp2", f"mkdir -p {DB}/snapshots && printf 'snap\\n' > {DB}/snapshots/{SNAP}")
+    """cp1 is down: the restore runs on cp2, a server that joined cp1 (config server: cp1), which real
+    k3s refuses to reset while its server URL is set (pkg/cli/server/server.go): the playbook clears it
+    with a drop-in. A down server must be said to be off before anything stops (issue 42)."""
+    snapshot_as("k3s_reset-cp2", SNAP)
     sh("k3s_reset-cp3", f"mkdir -p {DB}/snapshots {DB}/etcd && printf 'keep\\n' > {DB}/snapshots/cp3-own "
                         f"&& printf 'old member\\n' > {DB}/etcd/member")
     for host in SERVERS:
         sh(host, "rm -f /var/log/k3s-standin.log")
     subprocess.run(["podman", "stop", "k3s_reset-cp1"], check=True, capture_output=True)
     rc, out = restore()
+    assert rc != 0 and "k3s_reset-cp1 could not be reached" in out and "Nothing was stopped" in out
+    assert '"k3s_snapshot_restore_servers_off": ["k3s_reset-cp1"]' in out
+    assert all(active(h) == "active" for h in ("k3s_reset-cp2", "k3s_reset-cp3"))
+    rc, out = restore(k3s_snapshot_restore_servers_off=["k3s_reset-cp1"])
     assert rc == 0, out
     assert "down: k3s_reset-cp1" in out and "NOT DONE: k3s_reset-cp1 could not be reached" in out
-    assert f"server --cluster-reset --cluster-reset-restore-path={DB}/snapshots/{SNAP}" in sh(
-        "k3s_reset-cp2", "cat /var/log/k3s-standin.log")
+    calls = sh("k3s_reset-cp2", "cat /var/log/k3s-standin.log")
+    assert f"server --cluster-reset --token-file=/var/lib/rancher/k3s/server/restore-token " \
+           f"--cluster-reset-restore-path={DB}/snapshots/{SNAP}" in calls
+    assert "kubectl get --raw /readyz/etcd" in calls  # etcd's health, not only the node's Ready condition
+    assert sh("k3s_reset-cp2", "test -e /var/lib/rancher/k3s/server/restore-token && echo yes || echo no").strip() == "no"
+    assert config("k3s_reset-cp2")["server"].endswith(":6443")  # config.yaml keeps it; the drop-in clears it
+    assert sh("k3s_reset-cp2", "cat /etc/rancher/k3s/config.yaml.d/90-etcd-restore.yaml").count('server: ""') == 1
+    assert yaml.safe_load((STATE / "etcd-restore-pending").read_text())["servers"] == ["k3s_reset-cp1"]
     assert "--cluster-reset" not in sh("k3s_reset-cp3", "cat /var/log/k3s-standin.log")
     # cp3: its etcd moved aside (not removed), its own snapshot kept, joined to cp2, running
     assert sh("k3s_reset-cp3", f"cat {DB}/etcd-old-restore-*/member") == "old member\n"
     assert sh("k3s_reset-cp3", f"cat {DB}/snapshots/cp3-own") == "keep\n"
-    cp2_ip = sh("k3s_reset-cp2", "ip -4 -o route get 1.1.1.1 | sed -n 's/.* src \\([0-9.]*\\).*/\\1/p'").strip()
-    assert config("k3s_reset-cp3")["server"] == f"https://{cp2_ip}:6443"
+    assert config("k3s_reset-cp3")["server"] == f"https://{ip('k3s_reset-cp2')}:6443"
     assert all(active(h) == "active" for h in ("k3s_reset-cp2", "k3s_reset-cp3"))
     # the markers stay while cp1 is left to do; every snapshot was copied to the control node first
     assert sh("k3s_reset-cp2", f"cat {DB}/restore-done") == f"{SNAP}\n"
@@ -343,8 +371,10 @@ def test_interrupted_rejoin_of_the_returning_server_completes_on_rerun_without_a
     cfg = config("k3s_reset-cp1")
     assert "cluster-init" not in cfg and cfg["server"].endswith(":6443")
     assert all(active(h) == "active" for h in SERVERS)
-    for host in SERVERS:  # done everywhere: the markers are gone
-        assert sh(host, f"ls {DB}/restore-done {DB}/restore-joined 2>/dev/null || true").strip() == ""
+    for host in SERVERS:  # done everywhere: the markers and the drop-in are gone
+        assert sh(host, f"ls {DB}/restore-done {DB}/restore-joined /etc/rancher/k3s/config.yaml.d/90-etcd-restore.yaml "
+                        "2>/dev/null || true").strip() == ""
+    assert not (STATE / "etcd-restore-pending").exists()
 
 
 def test_rebuilt_first_server_with_its_peers_down_is_refused():
@@ -360,3 +390,85 @@ def test_rebuilt_first_server_with_its_peers_down_is_refused():
         assert sh("k3s_reset-cp1", "test -e /etc/rancher/k3s/cluster-token && echo yes || echo no").strip() == "no"
     finally:
         subprocess.run(["podman", "start", "k3s_reset-cp2", "k3s_reset-cp3"], check=True, capture_output=True)
+
+
+# The recoveries a real k3s accepts (issue 42). Each starts from the cluster the test before left
+# (cp1 wiped, cp2 and cp3 back): k3s.yml installs it again first.
+def start_servers():
+    for host in SERVERS:
+        sh(host, "systemctl start k3s")
+        assert active(host) == "active", host
+
+
+def test_restore_of_a_local_snapshot_with_etcd_s3_configured():
+    """k3s downloads the restore path from the bucket whenever etcd S3 is on (pkg/etcd/etcd.go, Reset):
+    a local snapshot restores with --etcd-s3=false and its full path."""
+    s3 = {"endpoint": "s3.lab.example:9000", "bucket": "k3s-etcd", "folder": "lab", "access_key": "AKIALAB0000000000000",
+          "secret_key": "lab-secret-key-0123456789"}
+    rc, out = playbook("k3s.yml", gpu_cluster_k3s_version=NEW, k3s_node_etcd_s3=s3)
+    assert rc == 0, out
+    assert config("k3s_reset-cp1")["etcd-s3"] is True
+    start_servers()
+    snapshot_as("k3s_reset-cp1", "s3-local")
+    rc, out = restore("s3-local", k3s_node_etcd_s3=s3)
+    assert rc == 0, out
+    assert "--cluster-reset-restore-path=/var/lib/rancher/k3s/server/db/snapshots/s3-local --etcd-s3=false" in sh(
+        "k3s_reset-cp1", "cat /var/log/k3s-standin.log")
+    assert "lab-secret-key" not in out
+    rc, out = playbook("k3s.yml", gpu_cluster_k3s_version=NEW)  # S3 off again
+    assert rc == 0, out
+
+
+def test_every_server_rebuilt_then_restored_with_the_original_token():
+    """Every server lost: k3s.yml rebuilds them with the token the control node keeps (state directory),
+    never a new one, and the snapshot from the control node's backup restores (k3s refuses data encrypted
+    with another token: pkg/cluster/storage.go)."""
+    start_servers()
+    snapshot_as("k3s_reset-cp1", "before-loss")
+    original = (STATE / "server-token").read_text().strip()  # k3s.yml keeps it there (0600)
+    assert len(original) == 64 and oct((STATE / "server-token").stat().st_mode & 0o777) == "0o600"
+    backup = Path(os.environ["MOLECULE_EPHEMERAL_DIRECTORY"]) / "backups" / "20261101T000000Z" / "k3s_reset-cp1" / "snapshots"
+    backup.mkdir(parents=True, exist_ok=True)
+    (backup / "before-loss").write_text(sh("k3s_reset-cp1", f"cat {DB}/snapshots/before-loss"))
+    for host in SERVERS:  # every server lost: rebuilt empty
+        sh(host, "systemctl stop k3s; rm -rf /var/lib/rancher/k3s /etc/rancher/k3s")
+    rc, out = playbook("k3s.yml", gpu_cluster_k3s_version=NEW)
+    assert rc == 0, out
+    assert config("k3s_reset-cp1")["cluster-init"] is True
+    assert sh("k3s_reset-cp1", "cat /etc/rancher/k3s/cluster-token").strip() == original
+    start_servers()  # the new, empty cluster runs
+    rc, out = restore("before-loss")
+    assert rc == 0, out
+    assert "copied from " in out
+    assert sh("k3s_reset-cp1", "/usr/local/bin/k3s kubectl get --raw /readyz/etcd").strip() == "ok"
+    assert all(active(h) == "active" for h in SERVERS)
+
+
+def test_two_servers_down_then_returning_rejoin_the_restored_cluster():
+    """cp1 and cp2 unreachable: the restore refuses until they are said to be off, then restores on cp3
+    (a joined server) and records them; when they come back, their k3s starts on the old cluster's
+    data: k3s.yml stops it, moves the data aside and joins them to cp3, never resuming the old cluster."""
+    start_servers()
+    snapshot_as("k3s_reset-cp3", "two-down")
+    subprocess.run(["podman", "stop", "k3s_reset-cp1", "k3s_reset-cp2"], check=True, capture_output=True)
+    try:
+        rc, out = restore("two-down")
+        assert rc != 0 and "k3s_reset-cp1, k3s_reset-cp2 could not be reached" in out
+        assert active("k3s_reset-cp3") == "active"  # nothing was stopped
+        rc, out = restore("two-down", k3s_snapshot_restore_servers_off=["k3s_reset-cp1", "k3s_reset-cp2"])
+        assert rc == 0, out
+        assert "NOT DONE: k3s_reset-cp1, k3s_reset-cp2 could not be reached" in out
+        assert yaml.safe_load((STATE / "etcd-restore-pending").read_text())["servers"] == ["k3s_reset-cp1", "k3s_reset-cp2"]
+    finally:
+        subprocess.run(["podman", "start", "k3s_reset-cp1", "k3s_reset-cp2"], check=True, capture_output=True)
+    for host in ("k3s_reset-cp1", "k3s_reset-cp2"):
+        sh(host, "for i in $(seq 60); do systemctl is-system-running -q --wait && break; sleep 1; done; true")
+    rc, out = playbook("k3s.yml", gpu_cluster_k3s_version=NEW)
+    assert rc == 0, out
+    for host in ("k3s_reset-cp1", "k3s_reset-cp2"):
+        assert sh(host, f"ls -d {DB}/etcd-old-restore-* | wc -l").strip() != "0", host
+        cfg = config(host)
+        assert "cluster-init" not in cfg and cfg["server"] == f"https://{ip('k3s_reset-cp3')}:6443", host
+    assert not (STATE / "etcd-restore-pending").exists()
+    assert sh("k3s_reset-cp3", "ls /etc/rancher/k3s/config.yaml.d/90-etcd-restore.yaml 2>/dev/null || true").strip() == ""
+    start_servers()

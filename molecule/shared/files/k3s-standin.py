@@ -334,8 +334,9 @@ def server_token(config, args, server_dir):
     """The token a server uses: --token / token / K3S_TOKEN / token-file, else the password in
     server/token that a server which ran before keeps ('' when none)."""
     token = setting(config, args, "token", "K3S_TOKEN") or ""
-    if not token and config.get("token-file") and os.path.exists(config["token-file"]):
-        with open(config["token-file"]) as handle:
+    token_file = setting(config, args, "token-file")
+    if not token and token_file and os.path.exists(str(token_file)):
+        with open(str(token_file)) as handle:
             token = handle.read().strip()
     if not token and os.path.exists(os.path.join(server_dir, "token")):
         with open(os.path.join(server_dir, "token")) as handle:
