@@ -20,9 +20,9 @@ def _load(kubeconfig):
     return kubeconfig
 
 
-def _version_problem(current, wanted, allow_downgrade=False, allow_skip_minor=False):
+def _version_problem(current, wanted, allow_downgrade=False, allow_skip_minor=False, upgrading=True):  # noqa: PLR0917 - a filter: Jinja passes by position
     """'' when a node may go from `current` to `wanted`, else what to do (k3s.version_problem)."""
-    return k3s.version_problem(current, wanted, bool(allow_downgrade), bool(allow_skip_minor))
+    return k3s.version_problem(current, wanted, bool(allow_downgrade), bool(allow_skip_minor), bool(upgrading))
 
 
 def _cis_config(role, settings):

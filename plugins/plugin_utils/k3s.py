@@ -32,12 +32,15 @@ def is_downgrade(current, wanted):
     return parse_version(wanted) < parse_version(current)
 
 
-def version_problem(current, wanted, allow_downgrade=False, allow_skip_minor=False):
+def version_problem(current, wanted, allow_downgrade=False, allow_skip_minor=False, upgrading=True):
     """'' when a node may go from k3s `current` to `wanted`, else what to do instead.
 
     current is '' for a node without k3s. Refused: a downgrade (k3s and etcd do not support
     one) and skipping a minor version (Kubernetes supports one minor at a time), unless the
-    matching override is set.
+    matching override is set. upgrading: the caller is playbooks/upgrade.yml (an etcd snapshot
+    first, then each node drained and upgraded in turn); any other playbook (k3s.yml, site.yml,
+    add_node.yml) would replace the binary of every running node at once, so a newer version
+    than a node runs is refused there, pointing to upgrade.yml.
     """
     if not current:
         return ""
@@ -54,6 +57,11 @@ def version_problem(current, wanted, allow_downgrade=False, allow_skip_minor=Fal
                     "release, run playbooks/upgrade.yml, then the next minor; or set "
                     "k3s_install_allow_skip_minor=true to force it."
                     % (current, wanted, have[0], have[1] + 1))
+    if want > have and not upgrading:
+        return ("k3s %s runs here and gpu_cluster_k3s_version is %s: this playbook would replace the binary on "
+                "every node at once, with no etcd snapshot and no drain. Run playbooks/upgrade.yml with the new "
+                "gpu_cluster_k3s_version (it snapshots etcd first, then drains and upgrades one node at a time); "
+                "nothing was changed." % (current, wanted))
     return ""
 
 

@@ -517,3 +517,15 @@ def test_restore_probes_from_the_registered_loops():
         "cp3": {"reachable": False, "snapshot": False, "restored": "", "joined": ""},
     }
     assert k3s.restore_probes_from_results({}) == {} and k3s.restore_probes_from_results({"joined": None}) == {}
+
+
+def test_a_newer_version_outside_upgrade_yml_is_refused_pointing_to_it():
+    """Issue 42: raising the pin and running k3s.yml or site.yml replaced the binary on every node at
+    once, with no snapshot and no drain; only upgrade.yml may (k3s docs upgrades/manual.md: one node
+    at a time, servers first)."""
+    for wanted in ("v1.33.6+k3s1", "v1.34.1+k3s1"):
+        problem = k3s.version_problem("v1.33.5+k3s1", wanted, upgrading=False)
+        assert "playbooks/upgrade.yml" in problem and "no etcd snapshot and no drain" in problem
+    assert k3s.version_problem("v1.33.5+k3s1", "v1.33.5+k3s1", upgrading=False) == ""
+    assert k3s.version_problem("", "v1.34.1+k3s1", upgrading=False) == ""  # a new node installs the pin
+    assert k3s.version_problem("v1.33.5+k3s1", "v1.34.1+k3s1", upgrading=True) == ""
