@@ -27,6 +27,7 @@ STEPS = {
     "etcd_restore_plan": _restore_plan,
     "identity_plan": k3s.identity_plan,
     "join_version_problem": k3s.join_version_problem,
+    "agent_upgrade_problem": k3s.agent_upgrade_problem,
     "remove_node_problem": _remove_node_problem,
     "backup_restore": backups.restore,
     "driver_upgrade_progress": gpu_driver.upgrade_progress,

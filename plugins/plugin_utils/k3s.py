@@ -87,6 +87,27 @@ def join_version_problem(server_versions, wanted):
     return ""
 
 
+def agent_upgrade_problem(server_versions, wanted, servers_in_run=None):
+    """'' when upgrade.yml may upgrade the agents of this run to `wanted`, else what to do instead.
+
+    server_versions maps each server to the version it runs ('' when it has none or did not answer);
+    servers_in_run: the servers this run upgrades itself (they go first). An agent's kubelet may not be
+    newer than the servers' API server (k3s docs upgrades/manual.md: servers first, then agents;
+    Kubernetes version skew policy), so with --limit leaving servers out, every server left out must
+    already run `wanted` or newer.
+    """
+    in_run = set(servers_in_run or [])
+    behind = sorted(server for server, version in (server_versions or {}).items()
+                    if server not in in_run and (not version or parse_version(version) < parse_version(wanted)))
+    if not behind:
+        return ""
+    found = ", ".join("%s runs %s" % (server, server_versions.get(server) or "an unknown version") for server in behind)
+    return ("upgrade.yml would upgrade agents to k3s %s, but the servers this run leaves out are not there yet (%s): "
+            "an agent may not run a newer k3s than the servers (k3s docs upgrades/manual.md: servers first). "
+            "Upgrade the servers first: run upgrade.yml without --limit, or keep k3s_servers in it; nothing "
+            "was changed." % (wanted, found))
+
+
 def current_version(running, binary):
     """The version a node runs: what its API reports, else its binary's ('' when neither)."""
     running = (running or "").strip()

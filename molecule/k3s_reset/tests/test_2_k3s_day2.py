@@ -224,6 +224,8 @@ def test_snapshot_failure_stops_the_upgrade_before_any_drain():
     rc, out = playbook("upgrade.yml", gpu_cluster_k3s_version=NEW)
     assert rc == 0, out
     calls = "".join(sh(h, "cat /var/log/k3s-standin.log 2>/dev/null || true") for h in ALL)
+    # k3s applies no retention to on-demand snapshots: the pre-upgrade ones are pruned to the newest 3
+    assert "etcd-snapshot prune --name pre-upgrade --snapshot-retention 3" in calls
     for host in ALL:
         assert f"kubectl drain {node_name(host)} " in calls and f"kubectl uncordon {node_name(host)}" in calls
         assert version(host) == NEW
@@ -241,6 +243,24 @@ def test_upgrade_rerun_uncordons_a_node_an_interrupted_upgrade_left_cordoned():
     assert f"kubectl uncordon {node_name(AGENT)}" in calls
     assert "drain" not in calls and calls.count("uncordon") == 1  # nodes cordoned by hand stay so
     assert sh(AGENT, "test -e /var/lib/rancher/k3s/drained-for-upgrade && echo yes || echo no").strip() == "no"
+
+
+def test_a_raised_pin_outside_upgrade_yml_and_agents_past_the_servers_are_refused():
+    """Issue 42: k3s.yml with a newer pin would replace every node's binary at once (no snapshot, no
+    drain): refused, pointing to upgrade.yml. upgrade.yml --limit <agent> reads the servers it leaves
+    out first: an agent may not be newer than the servers (k3s docs upgrades/manual.md)."""
+    newer = f"v1.{MINOR}.{int(NEW.split('.')[2].split('+')[0]) + 1}+k3s1"
+    for host in ALL:
+        sh(host, "rm -f /var/log/k3s-standin.log")
+    rc, out = playbook("k3s.yml", gpu_cluster_k3s_version=newer)
+    assert rc != 0 and "Run playbooks/upgrade.yml" in out and "no etcd snapshot and no drain" in out
+    assert PREREQ not in out
+    rc, out = playbook("upgrade.yml", "--limit", f"{AGENT},localhost", gpu_cluster_k3s_version=newer)
+    assert rc != 0 and "servers first" in out
+    assert f"k3s_reset-cp1 runs {NEW}" in out
+    calls = "".join(sh(h, "cat /var/log/k3s-standin.log 2>/dev/null || true") for h in ALL)
+    assert "drain" not in calls and "etcd-snapshot save" not in calls
+    assert all(version(h) == NEW for h in ALL)
 
 
 def test_interrupted_converge_restarts_on_rerun():

@@ -529,3 +529,14 @@ def test_a_newer_version_outside_upgrade_yml_is_refused_pointing_to_it():
     assert k3s.version_problem("v1.33.5+k3s1", "v1.33.5+k3s1", upgrading=False) == ""
     assert k3s.version_problem("", "v1.34.1+k3s1", upgrading=False) == ""  # a new node installs the pin
     assert k3s.version_problem("v1.33.5+k3s1", "v1.34.1+k3s1", upgrading=True) == ""
+
+
+def test_agents_are_not_upgraded_past_the_servers_a_limit_leaves_out():
+    """Issue 42: upgrade.yml --limit <agent> checks the servers first (k3s docs upgrades/manual.md)."""
+    new = "v1.34.1+k3s1"
+    problem = k3s.agent_upgrade_problem({"cp1": "v1.33.5+k3s1", "cp2": new}, new)
+    assert "cp1 runs v1.33.5+k3s1" in problem and "cp2" not in problem and "servers first" in problem
+    assert "unknown version" in k3s.agent_upgrade_problem({"cp1": ""}, new)
+    assert k3s.agent_upgrade_problem({"cp1": new, "cp2": "v1.34.2+k3s1"}, new) == ""
+    # servers in the run upgrade first: no problem
+    assert k3s.agent_upgrade_problem({"cp1": "v1.33.5+k3s1"}, new, ["cp1", "wk1"]) == ""
