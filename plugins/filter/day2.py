@@ -23,12 +23,18 @@ def _remove_node_problem(node, cluster_hosts, servers, allow_small_quorum=False)
     return k3s_parity.remove_node_problem(node, cluster_hosts, servers, bool(allow_small_quorum))
 
 
+def _reset_limit_problem(servers_in_run, servers, allow_small_quorum=False):
+    """'' when playbooks/reset.yml may reset this run's servers, else why not (k3s_parity.reset_limit_problem)."""
+    return k3s_parity.reset_limit_problem(servers_in_run, servers, bool(allow_small_quorum))
+
+
 STEPS = {
     "etcd_restore_plan": _restore_plan,
     "identity_plan": k3s.identity_plan,
     "join_version_problem": k3s.join_version_problem,
     "agent_upgrade_problem": k3s.agent_upgrade_problem,
     "remove_node_problem": _remove_node_problem,
+    "reset_limit_problem": _reset_limit_problem,
     "backup_restore": backups.restore,
     "driver_upgrade_progress": gpu_driver.upgrade_progress,
 }

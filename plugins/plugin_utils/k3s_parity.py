@@ -378,6 +378,27 @@ def remove_node_problem(node, cluster_hosts, servers, allow_small_quorum=False):
     return ""
 
 
+def reset_limit_problem(servers_in_run, servers, allow_small_quorum=False):
+    """'' when playbooks/reset.yml may reset the servers of this run, else why not (remove_node.yml's rule).
+
+    A reset limited to some servers leaves the others running etcd with the reset ones still counted as
+    members: fewer than 3 remaining survive no further failure, so that is refused unless
+    allow_small_quorum, as remove_node.yml refuses it. The whole cluster (every server) is reset freely.
+    """
+    servers = list(servers or [])
+    in_run = [server for server in servers if server in (servers_in_run or [])]
+    if not in_run or len(in_run) == len(servers):
+        return ""
+    remaining = len(servers) - len(in_run)
+    if remaining < 3 and not allow_small_quorum:
+        return ("resetting %s (--limit) leaves %d server(s): etcd then survives no server failure (%s), and the "
+                "reset server(s) stay etcd members until removed. Use playbooks/remove_node.yml for one node (it "
+                "removes its member through the API first), reset the whole cluster (no --limit), or run again "
+                "with -e k3s_reset_allow_small_quorum=true if that is what you want"
+                % (", ".join(in_run), remaining, "two members need both" if remaining == 2 else "one member"))
+    return ""
+
+
 # --- preflight ------------------------------------------------------------------------------
 
 def _hosts(groups, name):

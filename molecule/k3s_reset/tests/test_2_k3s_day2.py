@@ -106,6 +106,15 @@ def test_the_cluster_identity_is_recorded_and_another_clusters_inventory_refused
         record.write_text(identity + "\n")
 
 
+def test_reset_limited_to_one_server_follows_the_quorum_rule():
+    """Issue 42: reset.yml --limit <one server> would leave two etcd members with the reset one still
+    counted; refused as remove_node.yml refuses it, before any node is touched."""
+    rc, out = playbook("reset.yml", "--limit", "k3s_reset-cp2,localhost")
+    assert rc != 0 and "resetting k3s_reset-cp2 (--limit) leaves 2 server(s)" in out and "remove_node.yml" in out
+    assert "Uninstall k3s from this node" not in out
+    assert version("k3s_reset-cp2") == OLD
+
+
 LOCAL_PV = "pvc-5e7d1c2b-8a3f-4b6e-9d10-2f4a6c8e0b13"
 LOCAL_DIR = f"/var/lib/rancher/k3s/storage/{LOCAL_PV}_ml_scratch"
 

@@ -343,3 +343,16 @@ def test_single_server_without_vip_passes_the_whole_preflight():
     groups, hostvars = _inventory(servers=3)
     problems = inventory_problems(groups, hostvars)
     assert [p for p in problems if "gpu_cluster_api_vip" in p] == [kp.api_vip_problem(3, None)]
+
+
+def test_a_reset_limited_to_servers_follows_remove_nodes_quorum_rule():
+    """Issue 42: reset.yml --limit <one server> leaves etcd with two members (and the reset one still
+    counted): refused as remove_node.yml refuses it, unless allowed; the whole cluster is reset freely."""
+    servers = ["cp1", "cp2", "cp3"]
+    problem = kp.reset_limit_problem(["cp2", "wk1"], servers)
+    assert "resetting cp2 (--limit) leaves 2 server(s)" in problem and "remove_node.yml" in problem
+    assert "k3s_reset_allow_small_quorum=true" in problem
+    assert kp.reset_limit_problem(["cp2"], servers, allow_small_quorum=True) == ""
+    assert kp.reset_limit_problem(servers + ["wk1"], servers) == ""  # the whole cluster
+    assert kp.reset_limit_problem(["wk1"], servers) == ""  # agents only
+    assert kp.reset_limit_problem(["cp5"], servers + ["cp4", "cp5"]) == ""  # four remain
