@@ -15,7 +15,7 @@ export ANSIBLE_FORCE_COLOR ?= 0
 COLLECTION_LINK := collections/ansible_collections/cps/gpu_cluster
 TIERS := $(CURDIR)/scripts/tier.sh
 
-.PHONY: help host-deps deps dev-deps venv collection image test test-fresh lint ruff yamllint ansible-lint sanity unit integration render molecule lab lab-destroy clean
+.PHONY: help host-deps deps dev-deps venv collection image test test-fresh bench lint ruff yamllint ansible-lint sanity unit integration render molecule lab lab-destroy clean
 
 help: ## list the targets
 	@grep -E '^[a-z-]+:.*## ' $(MAKEFILE_LIST) | awk -F':.*## ' '{printf "  make %-14s %s\n", $$1, $$2}'
@@ -76,6 +76,9 @@ sanity: dev-deps ## ansible-test sanity on a copy under ansible_collections/cps/
 
 unit: dev-deps ## pytest unit tests (modules, filters, parsers)
 	pytest -q tests/unit
+
+bench: dev-deps ## the scaling benchmarks: prints the timings and checks the wall-clock bound (not part of make test)
+	GPU_CLUSTER_BENCH=1 pytest -q -s tests/unit/benchmark
 
 # Two workers or more (pytest-xdist): most of these tiers' time is ansible-playbook on one core.
 # A test file stays on one worker (--dist loadfile): its module fixtures run once.

@@ -12,7 +12,7 @@ from ansible_collections.cps.gpu_cluster.plugins.plugin_utils import backups, gp
 from ansible_collections.cps.gpu_cluster.plugins.plugin_utils.filter_errors import phase_filter
 
 
-def _restore_plan(registered, servers, first_server, snapshot, backups_dir=None, s3=False, off=None, token=True):  # noqa: PLR0913,PLR0917 - a filter: Jinja passes by position
+def _restore_plan(registered, servers, first_server, snapshot, backups_dir=None, s3=False, off=None, token=True):  # noqa: PLR0917 - a filter: Jinja passes by position
     """Where and how an etcd snapshot restore runs, or why it may not (k3s.restore_plan)."""
     return k3s.restore_plan(servers, first_server, k3s.restore_probes_from_results(registered), snapshot, backups_dir,
                             bool(s3), off, bool(token))

@@ -20,7 +20,7 @@ def _load(kubeconfig):
     return kubeconfig
 
 
-def _version_problem(current, wanted, allow_downgrade=False, allow_skip_minor=False, upgrading=True):  # noqa: PLR0917 - a filter: Jinja passes by position
+def _version_problem(current, wanted, allow_downgrade=False, allow_skip_minor=False, upgrading=True):
     """'' when a node may go from `current` to `wanted`, else what to do (k3s.version_problem)."""
     return k3s.version_problem(current, wanted, bool(allow_downgrade), bool(allow_skip_minor), bool(upgrading))
 
@@ -79,6 +79,7 @@ STEPS = {
     "kubeconfig_named": lambda kubeconfig, name, server: k3s_parity.kubeconfig_named(_load(kubeconfig), name, server),
     "kubeconfig_merge": lambda existing, ours: k3s_parity.kubeconfig_merge(_load(existing), _load(ours)),
     "bootstrap_plan": _bootstrap_plan,
+    "local_storage_dirs": k3s.local_storage_dirs,
 }
 
 

@@ -54,7 +54,7 @@ def token_secret(token):
     return match.group(3) if match else token
 
 
-def token_plan(stored, given=None, running=None, initialised=False, recorded=None, identity_recorded=False):  # noqa: PLR0913,PLR0917 - the module's options
+def token_plan(stored, given=None, running=None, initialised=False, recorded=None, identity_recorded=False):  # noqa: PLR0917 - the module's options
     """Decide the cluster token: returns (token, generated); ValueError says what to change.
 
     stored: the collection's token file on the token server (None when absent);

@@ -12,6 +12,8 @@ import json
 import re
 import secrets
 
+import yaml
+
 from ansible_collections.cps.gpu_cluster.plugins.plugin_utils import k3s_hardening
 
 _VERSION = re.compile(r"^v?(\d+)\.(\d+)\.(\d+)(?:-rc(\d+))?\+k3s(\d+)\Z")
@@ -171,7 +173,7 @@ def bootstrap_plan(servers, first_server, probes):
 SNAPSHOT_NAME = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._-]{0,252}\Z")
 
 
-def restore_plan(servers, first_server, probes, snapshot, backups=None, s3=False, off=None, token=True):  # noqa: PLR0913,PLR0917 - the filter's order
+def restore_plan(servers, first_server, probes, snapshot, backups=None, s3=False, off=None, token=True):  # noqa: PLR0917 - the filter's order
     """Where an etcd snapshot restore runs, and how, decided before anything is stopped.
 
     probes: {server: {'reachable': bool, 'snapshot': bool (the named file is in its snapshot
@@ -261,6 +263,28 @@ def restore_plan(servers, first_server, probes, snapshot, backups=None, s3=False
     plan["rejoin"] = [s for s in reachable if s != restorer and s not in done]
     plan["stop"] = ([] if resumed else [restorer]) + list(plan["rejoin"])
     return plan
+
+
+def local_storage_dirs(configs, defaults, trees):
+    """The local-path volume directories the uninstall guard checks: ``defaults`` (k3s_node_local_volume_dirs)
+    plus the ``default-local-storage-path`` this node's k3s really uses, when the uninstall would delete it
+    (it lies in one of ``trees``). ``configs``: the texts of /etc/rancher/k3s/config.yaml, then its drop-ins
+    config.yaml.d/*.yaml in name order; a later file's value wins (k3s pkg/configfilearg), and k3s's default
+    is <data-dir>/storage (pkg/cli/server/server.go)."""
+    path = ""
+    for text in configs or []:
+        try:
+            data = yaml.safe_load(text or "") or {}
+        except yaml.YAMLError:
+            continue
+        if isinstance(data, dict) and isinstance(data.get("default-local-storage-path"), str):
+            path = data["default-local-storage-path"]
+    found = [str(d) for d in defaults or []]
+    path = path.rstrip("/")
+    inside = any(path == t.rstrip("/") or path.startswith(t.rstrip("/") + "/") for t in trees or [])
+    if path and inside and path not in found:
+        found.append(path)
+    return found
 
 
 def version_from_output(text):

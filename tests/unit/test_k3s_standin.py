@@ -3,6 +3,7 @@ refuses before it starts, and accepts the configurations the collection writes: 
 each kind of node as k3s_node renders it (plugins/module_utils/k3s.node_config, to_nice_yaml as
 the role's template), then one data row per rule it enforces."""
 
+import hashlib
 import os
 import subprocess
 import sys
@@ -153,7 +154,6 @@ def data_with_snapshot(tmp_path, token=TOKEN):
     """A server's data created with `token` (what its first start leaves), and a snapshot of it."""
     db = tmp_path / "data" / "server" / "db"
     (db / "etcd").mkdir(parents=True)
-    import hashlib
     (db / "etcd" / "standin-bootstrap").write_text(hashlib.sha256(token.encode()).hexdigest() + "\n")
     saved = call(tmp_path, "etcd-snapshot", "save", "--name", "before", config={"node-name": "cp1"})
     assert saved.returncode == 0, saved.stderr
@@ -228,7 +228,7 @@ def test_with_etcd_s3_on_the_restore_path_is_a_key_in_the_bucket(tmp_path):
 
 
 def test_the_reset_flag_refuses_a_second_plain_reset_and_a_start_removes_it(tmp_path):
-    db, snap = data_with_snapshot(tmp_path)
+    _db, snap = data_with_snapshot(tmp_path)
     assert call(tmp_path, "server", "--cluster-reset", env={"K3S_TOKEN": TOKEN}).returncode == 0
     again = call(tmp_path, "server", "--cluster-reset", env={"K3S_TOKEN": TOKEN})
     assert again.returncode == 1 and "was previously reset" in again.stderr

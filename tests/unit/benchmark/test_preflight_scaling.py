@@ -29,6 +29,7 @@ process's CPU time, best of a few runs, the garbage collector paused.
 from __future__ import annotations
 
 import ipaddress
+import os
 
 import pytest
 from ansible_collections.cps.gpu_cluster.plugins.plugin_utils import cluster_model, cluster_workloads, inventory_checks
@@ -161,6 +162,8 @@ def test_each_part_grows_linearly(capsys, times, part):
                            f"relative bound {MAX_RATIO_PER_10X}): {line}"
 
 
+@pytest.mark.skipif(os.environ.get("GPU_CLUSTER_BENCH") != "1",
+                    reason="a wall-clock bound: `make bench` checks it (make test asserts only growth ratios)")
 def test_preflight_takes_under_a_second_at_50000_nodes(times):
     together = times["preflight (together)"][50000]
     assert together < MAX_SECONDS_AT_50K, (

@@ -346,7 +346,7 @@ def test_bootstrap_no_problem_when_no_second_cluster_can_start(probes):
     assert k3s.bootstrap_plan(SERVERS, "cp1", probes)["problem"] == ""
 
 
-def _restore(probes, name="snap-1", backups=None, s3=False, off=("cp1", "cp2", "cp3"), token=True):
+def _restore(probes, name="snap-1", backups=None, s3=False, off=("cp1", "cp2", "cp3"), token=True):  # noqa: PLR0917 - the plan's order
     return k3s.restore_plan(SERVERS, "cp1", probes, name, backups, s3, list(off), token)
 
 
@@ -540,3 +540,18 @@ def test_agents_are_not_upgraded_past_the_servers_a_limit_leaves_out():
     assert k3s.agent_upgrade_problem({"cp1": new, "cp2": "v1.34.2+k3s1"}, new) == ""
     # servers in the run upgrade first: no problem
     assert k3s.agent_upgrade_problem({"cp1": "v1.33.5+k3s1"}, new, ["cp1", "wk1"]) == ""
+
+
+def test_the_uninstall_guard_checks_the_local_storage_path_the_node_uses():
+    """Issue 42: the guard read only k3s's default; a node configured with default-local-storage-path
+    (k3s pkg/cli/server/server.go: default <data-dir>/storage) inside the removed trees lost its data."""
+    trees = ["/var/lib/kubelet", "/var/lib/rancher/k3s", "/run/k3s"]
+    default = ["/var/lib/rancher/k3s/storage"]
+    inside = "default-local-storage-path: /var/lib/rancher/k3s/volumes\n"
+    assert k3s.local_storage_dirs([inside], default, trees) == [*default, "/var/lib/rancher/k3s/volumes"]
+    # a drop-in read later wins (pkg/configfilearg)
+    later = "default-local-storage-path: /var/lib/rancher/k3s/other\n"
+    assert k3s.local_storage_dirs([inside, later], default, trees)[-1] == "/var/lib/rancher/k3s/other"
+    # outside the removed trees nothing is deleted: the guard stays as it was
+    assert k3s.local_storage_dirs(["default-local-storage-path: /srv/volumes\n"], default, trees) == default
+    assert k3s.local_storage_dirs(["", "not: [yaml", "server: https://x:6443\n"], default, trees) == default

@@ -353,6 +353,6 @@ def test_a_reset_limited_to_servers_follows_remove_nodes_quorum_rule():
     assert "resetting cp2 (--limit) leaves 2 server(s)" in problem and "remove_node.yml" in problem
     assert "k3s_reset_allow_small_quorum=true" in problem
     assert kp.reset_limit_problem(["cp2"], servers, allow_small_quorum=True) == ""
-    assert kp.reset_limit_problem(servers + ["wk1"], servers) == ""  # the whole cluster
+    assert kp.reset_limit_problem([*servers, "wk1"], servers) == ""  # the whole cluster
     assert kp.reset_limit_problem(["wk1"], servers) == ""  # agents only
-    assert kp.reset_limit_problem(["cp5"], servers + ["cp4", "cp5"]) == ""  # four remain
+    assert kp.reset_limit_problem(["cp5"], [*servers, "cp4", "cp5"]) == ""  # four remain
