@@ -39,6 +39,14 @@ def test_k3s_trees_units_config_and_binary_are_gone(host):
     assert host.file("/var/lib/rancher").is_directory  # only k3s's own directory goes
 
 
+def test_the_cni_and_flannel_state_is_gone_as_k3s_killall_removes_it(host):
+    """k3s-io/k3s install.sh (k3s-killall.sh, k3s-uninstall.sh): /var/lib/cni, /run/flannel and the CNI's
+    cni-* network namespaces go with k3s (issue 42)."""
+    for path in ("/var/lib/cni", "/run/flannel"):
+        assert not host.file(path).exists, f"{path} is still there"
+    assert "cni-" not in host.check_output("ip netns list")
+
+
 def test_the_shim_was_killed(host):
     if name(host) != AGENT:
         return
