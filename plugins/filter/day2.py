@@ -36,6 +36,8 @@ STEPS = {
     "remove_node_problem": _remove_node_problem,
     "reset_limit_problem": _reset_limit_problem,
     "backup_restore": backups.restore,
+    "backup_restore_existing_problem": backups.restore_existing_problem,
+    "backup_restore_report": backups.restore_report,
     "driver_upgrade_progress": gpu_driver.upgrade_progress,
 }
 

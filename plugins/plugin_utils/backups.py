@@ -295,6 +295,68 @@ def restore(name, *, backup=None, schedule=SCHEDULE, namespaces=None, namespace=
             "spec": spec}
 
 
+def _restored_namespace(namespace, included):
+    return namespace not in EXCLUDED_NAMESPACES and ("*" in included or namespace in included)
+
+
+def restore_existing_problem(pvcs, restore_object, allow_existing=False):
+    """'' when the Restore may run, else why not: Velero skips every object that exists
+    (existingResourcePolicy none) and restores file-system volume data only into the pods it creates
+    itself (Velero docs: restore-reference, "Restore order"; file-system-backup, "To restore"), so a
+    PersistentVolumeClaim that already exists in a restored namespace gets none of its backed-up data
+    back, silently. ``pvcs``: the cluster's PersistentVolumeClaims (k8s_info resources)."""
+    if allow_existing:
+        return ""
+    included = list((restore_object.get("spec") or {}).get("includedNamespaces") or ["*"])
+    found = sorted("%s/%s" % ((c.get("metadata") or {}).get("namespace", ""), (c.get("metadata") or {}).get("name", ""))
+                   for c in pvcs or [] if _restored_namespace((c.get("metadata") or {}).get("namespace", ""), included))
+    if not found:
+        return ""
+    return ("the restored namespaces already hold PersistentVolumeClaims (%s): Velero leaves existing objects alone "
+            "and restores volume data only into pods it creates, so their backed-up data would not come back. Restore "
+            "before the apps phase recreates them (docs/disaster-recovery.md: site.yml --skip-tags apps,verify, then "
+            "this playbook, then site.yml), or delete those namespaces first; set "
+            "gpu_cluster_restore_existing_pvcs=true to restore beside them anyway. Nothing was restored."
+            % ", ".join(found))
+
+
+def restore_report(restore_status, pod_volume_restores, pod_volume_backups):
+    """What a finished Restore brought back, per volume, and whether it failed.
+
+    ``restore_status``: the Restore's status; ``pod_volume_restores``: its PodVolumeRestores (label
+    velero.io/restore-name); ``pod_volume_backups``: the backup's PodVolumeBackups (label
+    velero.io/backup-name). Returns {problem, lines}: a volume not Completed, errors, or no volume data
+    restored while the backup holds some is a problem (phases: Velero's PodVolumeRestore CRD)."""
+    status = restore_status or {}
+    lines, failed = [], []
+    for item in sorted(pod_volume_restores or [], key=lambda r: (((r.get("spec") or {}).get("pod") or {}).get("namespace", ""),
+                                                                  ((r.get("spec") or {}).get("pod") or {}).get("name", ""),
+                                                                  (r.get("spec") or {}).get("volume", ""))):
+        spec, state = item.get("spec") or {}, item.get("status") or {}
+        pod = spec.get("pod") or {}
+        phase = state.get("phase") or "New"
+        done = (state.get("progress") or {}).get("bytesDone")
+        where = "%s/%s volume %s" % (pod.get("namespace", "?"), pod.get("name", "?"), spec.get("volume", "?"))
+        lines.append("%s: %s%s" % (where, phase, " (%s bytes)" % done if done is not None else ""))
+        if phase != "Completed":
+            failed.append("%s %s%s" % (where, phase, ": " + state["message"] if state.get("message") else ""))
+    backed = [b for b in pod_volume_backups or [] if (b.get("status") or {}).get("phase") == "Completed"]
+    restored = [r for r in pod_volume_restores or [] if (r.get("status") or {}).get("phase") == "Completed"]
+    problems = []
+    if failed:
+        problems.append("volume data not restored: " + "; ".join(failed))
+    if backed and not restored:
+        problems.append("the backup holds the data of %d volume(s) but none was restored: Velero restores volume "
+                        "data only into pods it creates, so the pods (or their claims) already existed; restore "
+                        "before the apps phase (docs/disaster-recovery.md)" % len(backed))
+    errors, warnings = int(status.get("errors") or 0), int(status.get("warnings") or 0)
+    if errors:
+        problems.append("%d error(s) (velero restore describe --details)" % errors)
+    lines.append("%d of %d backed-up volume(s) restored; %d warning(s), %d error(s)"
+                 % (len(restored), len(backed), warnings, errors))
+    return {"problem": "; ".join(problems), "lines": lines}
+
+
 def node_agent_pod(values):
     """The node agent's pod as the proof sees it (tolerations, requests), from the chart values."""
     agent = values.get("nodeAgent") or {}

@@ -166,3 +166,54 @@ def test_the_proof_places_the_server_and_a_node_agent_on_every_node():
     small["nodes"][0]["allocatable"]["memory"] = 64 * 1024 * 1024
     problems = scheduling.prove(found, small["nodes"])["problems"]
     assert len(problems) == 1 and "Velero node agent" in problems[0] and small["nodes"][0]["name"] in problems[0], problems
+
+
+# Issue 42: the documented order lost the volume data silently. Velero leaves existing objects alone and
+# restores file-system volume data only into the pods it creates (Velero docs: restore-reference,
+# file-system-backup); the objects below are shaped as Velero's CRDs (tests/fixtures/charts/velero-12.1.0).
+def _pvc(namespace, name):
+    return {"apiVersion": "v1", "kind": "PersistentVolumeClaim", "metadata": {"namespace": namespace, "name": name}}
+
+
+def _pvr(namespace, pod, volume, phase, done=None, message=None):
+    status = {"phase": phase}
+    if done is not None:
+        status["progress"] = {"bytesDone": done, "totalBytes": done}
+    if message:
+        status["message"] = message
+    return {"apiVersion": "velero.io/v1", "kind": "PodVolumeRestore",
+            "metadata": {"namespace": "velero", "name": f"{pod}-{volume}", "labels": {"velero.io/restore-name": "r1"}},
+            "spec": {"pod": {"kind": "Pod", "namespace": namespace, "name": pod}, "volume": volume,
+                     "uploaderType": "kopia", "backupStorageLocation": "default"},
+            "status": status}
+
+
+def _pvb(phase="Completed"):
+    return {"apiVersion": "velero.io/v1", "kind": "PodVolumeBackup", "status": {"phase": phase}}
+
+
+def test_a_restore_into_namespaces_whose_claims_exist_is_refused():
+    restore = b.restore("r1", namespaces=["jupyterhub"])
+    pvcs = [_pvc("jupyterhub", "claim-alice"), _pvc("llm", "model-cache"), _pvc("kube-system", "x")]
+    problem = b.restore_existing_problem(pvcs, restore)
+    assert "jupyterhub/claim-alice" in problem and "llm/" not in problem and "Nothing was restored" in problem
+    assert "gpu_cluster_restore_existing_pvcs=true" in problem
+    assert b.restore_existing_problem(pvcs, restore, allow_existing=True) == ""
+    assert b.restore_existing_problem([_pvc("llm", "model-cache")], restore) == ""
+    every = b.restore("r2")  # every namespace backed up: system namespaces never count
+    assert "llm/model-cache" in b.restore_existing_problem(pvcs, every)
+    assert "kube-system" not in b.restore_existing_problem(pvcs, every)
+
+
+def test_the_report_names_each_volume_and_fails_a_restore_that_brought_no_data_back():
+    done = b.restore_report({"phase": "Completed", "warnings": 2},
+                                  [_pvr("jupyterhub", "jupyter-alice", "home", "Completed", 1024)], [_pvb()])
+    assert done["problem"] == ""
+    assert done["lines"] == ["jupyterhub/jupyter-alice volume home: Completed (1024 bytes)",
+                             "1 of 1 backed-up volume(s) restored; 2 warning(s), 0 error(s)"]
+    none = b.restore_report({"phase": "Completed"}, [], [_pvb(), _pvb()])
+    assert "holds the data of 2 volume(s) but none was restored" in none["problem"]
+    failed = b.restore_report({"phase": "Completed", "errors": 1},
+                                    [_pvr("llm", "m-0", "cache", "Failed", message="repository not found")], [_pvb()])
+    assert "llm/m-0 volume cache Failed: repository not found" in failed["problem"] and "1 error(s)" in failed["problem"]
+    assert b.restore_report({"phase": "Completed"}, [], [])["problem"] == ""  # nothing was backed up
