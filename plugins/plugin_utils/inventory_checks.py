@@ -127,6 +127,8 @@ CLUSTER_VARIABLES = {
     "gpu_cluster_scratch_mount": (False, "mount_path"),
     "gpu_cluster_k3s_agent_batch": (False, "batch"),
     "gpu_cluster_k3s_drain_timeout": (False, "duration"),
+    # how many pre-upgrade-* on-demand snapshots upgrade.yml keeps (k3s etcd-snapshot prune)
+    "gpu_cluster_k3s_upgrade_snapshot_retention": (False, "snapshot_count"),
     "gpu_cluster_k3s_cis_profile": (False, "bool"),
     "gpu_cluster_backup_dir": (False, "any_path"),
     "gpu_cluster_pod_security_exempt_namespaces": (False, "dns_label_list"),
@@ -418,6 +420,7 @@ KINDS = {
     "bool": (lambda v: isinstance(v, bool), "use true or false (a YAML boolean, not a string)"),
     "switch": (lambda v: isinstance(v, bool) or v in ("true", "false"), "use true or false"),
     "positive_int": (lambda v: node_vars.is_int(v) and v > 0, "use a positive integer (seconds)"),
+    "snapshot_count": (lambda v: node_vars.is_int(v) and 1 <= v <= 1000, "use a whole number of snapshots from 1 to 1000 (like 3)"),
     "batch": (_batch, "use a positive number of hosts (like 2), a percentage from 1% to 100% (like 50%), or a list of those"),
     "duration": (_duration, "use a positive duration with a unit, as kubectl reads it (like 600s or 10m)"),
     "label_list": (lambda v: _list_of(v, _label),
