@@ -1,6 +1,6 @@
 """roles/verify/files/gpu_probe.py without a GPU: its pure helpers (nvidia-smi CSV parsing, clock
 reasons, Xid lines, arithmetic, the JSON record with a reason for every null) and its behaviour
-without PyTorch. The measuring parts need a GPU and were not run in this round (docs/verify.md)."""
+without PyTorch; and its real output on an H200 VM (tests/fixtures/gpu_probe, scripts/device-capture.sh)."""
 
 from __future__ import annotations
 
@@ -38,6 +38,37 @@ def test_parse_h100_query():
     assert gpu["retired_pages"] is None and reasons[0]["retired_pages"] == "nvidia-smi reports [N/A]"
     assert gpu["retired_pages_pending"] is None and "[N/A]" in reasons[0]["retired_pages_pending"]
     assert gpu["clock_event_reasons"] == ["gpu_idle"]
+
+
+def test_parse_h200_query_captured_on_the_card():
+    """The probe's own nvidia-smi query, run on a real H200 VM (scripts/device-capture.sh)."""
+    values, reasons = probe.parse_smi_csv(probe.SMI_FIELDS, (FIXTURES / "h200-query-gpu.csv").read_text())
+    gpu = values[0]
+    assert gpu["name"] == "NVIDIA H200" and gpu["driver_version"] == "580.159.04"
+    assert (gpu["pcie_gen_max"], gpu["pcie_width_max"], gpu["sm_clock_max_mhz"], gpu["power_limit_w"]) == (5, 16, 1980, 700.0)
+    assert gpu["retired_pages"] is None and "[N/A]" in reasons[0]["retired_pages"]
+    assert gpu["clock_event_reasons"] == ["gpu_idle"]
+
+
+def test_the_probe_run_on_a_real_h200_is_judged_as_expected():
+    """gpu_probe.py itself, run on an H200 VM (torch 2.11, driver 580.159.04): every field measured or
+    null with its reason, and the verdict against the H200's datasheet figures is PASS."""
+    parsed = verify.parse_probe_log((FIXTURES / "gpu-probe__h200__torch-2.11.jsonl").read_text())
+    assert parsed["errors"] == [] and len(parsed["gpus"]) == 1
+    gpu, node = parsed["gpus"][0], parsed["node"]
+    assert node["gpus"] == 1 and node["allreduce_busbw_gbs"] is None and "fewer than 2 GPUs" in node["unavailable"]["allreduce"]
+    for key, value in gpu.items():
+        if value is None:
+            assert key in gpu["unavailable"], key
+    verdict = verify.gpu_perf_verdict(gpu)
+    assert verdict["model"] == "NVIDIA H200" and verdict["status"] == "PASS", verdict["summary"]
+    measured = {m["metric"]: m for m in verdict["metrics"]}
+    assert measured["matmul_bf16_tflops"]["measured"] > 0.6 * 989  # the pass line of THRESHOLDS["matmul"]
+    assert measured["pcie_link"]["status"] == "PASS"
+    # the same card with its power limit halved (nvidia-smi -pl 350) is flagged, naming the limit (below
+    # THRESHOLDS["power_limit"]["pass"] of the default: WARN)
+    verdict = verify.gpu_perf_verdict(dict(gpu, power_limit_w=350.0))
+    assert verdict["status"] == "WARN" and "power_limit_w" in {m["metric"] for m in verdict["metrics"] if m["status"] == "WARN"}
 
 
 @pytest.mark.parametrize("mask, names", [

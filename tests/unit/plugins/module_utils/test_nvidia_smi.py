@@ -29,6 +29,24 @@ CASES = {
     "gtx-1070-ti.xml": (None, None, "GeForce GTX 1070 Ti", "GPU-f9ba66fc-a7f5-94c5-da19-019ef2f9c665",
                         "00000000:01:00.0", 4096, None),
 }
+# Captured on a real H200 VM (scripts/device-capture.sh, tests/fixtures/SOURCES.md): a MIG-capable card
+# with MIG off, so its modes read Disabled (not N/A) and it has no MIG devices.
+MIG_CAPABLE = {
+    "h200-580.159.04.xml": ("580.159.04", "13.0", "NVIDIA H200", "GPU-bbe438d2-ee1a-686c-6be6-60c223913a12",
+                            "00000000:00:06.0", 143771, "Enabled"),
+}
+
+
+@pytest.mark.parametrize("name", sorted(MIG_CAPABLE))
+def test_real_xml_of_a_mig_capable_gpu_with_mig_off(name):
+    driver, cuda, product, uuid, bus_id, memory, persistence = MIG_CAPABLE[name]
+    facts = parse_query_xml((FIXTURES / name).read_text())
+    assert (facts["driver_version"], facts["cuda_version"]) == (driver, cuda)
+    (gpu,) = facts["gpus"]
+    assert (gpu["product_name"], gpu["uuid"], gpu["pci_bus_id"]) == (product, uuid, bus_id)
+    assert gpu["product_architecture"] == "Hopper"
+    assert gpu["memory_total_mib"] == memory and gpu["persistence_mode"] == persistence
+    assert (gpu["mig_mode_current"], gpu["mig_mode_pending"], gpu["mig_devices"]) == ("Disabled", "Disabled", [])
 
 
 @pytest.mark.parametrize("name", sorted(CASES))
