@@ -329,9 +329,12 @@ def restore_report(restore_status, pod_volume_restores, pod_volume_backups):
     restored while the backup holds some is a problem (phases: Velero's PodVolumeRestore CRD)."""
     status = restore_status or {}
     lines, failed = [], []
-    for item in sorted(pod_volume_restores or [], key=lambda r: (((r.get("spec") or {}).get("pod") or {}).get("namespace", ""),
-                                                                  ((r.get("spec") or {}).get("pod") or {}).get("name", ""),
-                                                                  (r.get("spec") or {}).get("volume", ""))):
+    def where(item):
+        spec = item.get("spec") or {}
+        pod = spec.get("pod") or {}
+        return (pod.get("namespace", ""), pod.get("name", ""), spec.get("volume", ""))
+
+    for item in sorted(pod_volume_restores or [], key=where):
         spec, state = item.get("spec") or {}, item.get("status") or {}
         pod = spec.get("pod") or {}
         phase = state.get("phase") or "New"

@@ -207,13 +207,13 @@ def test_a_restore_into_namespaces_whose_claims_exist_is_refused():
 
 def test_the_report_names_each_volume_and_fails_a_restore_that_brought_no_data_back():
     done = b.restore_report({"phase": "Completed", "warnings": 2},
-                                  [_pvr("jupyterhub", "jupyter-alice", "home", "Completed", 1024)], [_pvb()])
+                            [_pvr("jupyterhub", "jupyter-alice", "home", "Completed", 1024)], [_pvb()])
     assert done["problem"] == ""
     assert done["lines"] == ["jupyterhub/jupyter-alice volume home: Completed (1024 bytes)",
                              "1 of 1 backed-up volume(s) restored; 2 warning(s), 0 error(s)"]
     none = b.restore_report({"phase": "Completed"}, [], [_pvb(), _pvb()])
     assert "holds the data of 2 volume(s) but none was restored" in none["problem"]
     failed = b.restore_report({"phase": "Completed", "errors": 1},
-                                    [_pvr("llm", "m-0", "cache", "Failed", message="repository not found")], [_pvb()])
+                              [_pvr("llm", "m-0", "cache", "Failed", message="repository not found")], [_pvb()])
     assert "llm/m-0 volume cache Failed: repository not found" in failed["problem"] and "1 error(s)" in failed["problem"]
     assert b.restore_report({"phase": "Completed"}, [], [])["problem"] == ""  # nothing was backed up
