@@ -423,6 +423,17 @@ def test_rebuilt_first_server_with_its_peers_down_is_refused():
 
 # The recoveries a real k3s accepts (issue 42). Each starts from the cluster the test before left
 # (cp1 wiped, cp2 and cp3 back): k3s.yml installs it again first.
+def serve_releases(hosts=SERVERS):
+    """The stand-in release server (prepare.yml) is a transient unit: a container stopped and started
+    again (podman stop/start) has lost it; k3s.yml reads the release's checksum from it."""
+    for host in hosts:
+        sh(host, "for i in $(seq 60); do systemctl is-system-running -q --wait && break; sleep 1; done; "
+                 "systemctl is-active -q fake-k3s-release || systemd-run --unit=fake-k3s-release python3 -m http.server "
+                 "--bind 127.0.0.1 --directory /srv/k3s-release 18080 >/dev/null; "
+                 "for i in $(seq 30); do python3 -c 'import urllib.request as u; u.urlopen(\"http://127.0.0.1:18080/\")' "
+                 "2>/dev/null && break; sleep 1; done")
+
+
 def start_servers():
     for host in SERVERS:
         sh(host, "systemctl start k3s")
@@ -434,6 +445,7 @@ def test_restore_of_a_local_snapshot_with_etcd_s3_configured():
     a local snapshot restores with --etcd-s3=false and its full path."""
     s3 = {"endpoint": "s3.lab.example:9000", "bucket": "k3s-etcd", "folder": "lab", "access_key": "AKIALAB0000000000000",
           "secret_key": "lab-secret-key-0123456789"}
+    serve_releases()  # the tests before stopped and started every server's container
     rc, out = playbook("k3s.yml", gpu_cluster_k3s_version=NEW, k3s_node_etcd_s3=s3)
     assert rc == 0, out
     assert config("k3s_reset-cp1")["etcd-s3"] is True
@@ -490,8 +502,7 @@ def test_two_servers_down_then_returning_rejoin_the_restored_cluster():
         assert yaml.safe_load((STATE / "etcd-restore-pending").read_text())["servers"] == ["k3s_reset-cp1", "k3s_reset-cp2"]
     finally:
         subprocess.run(["podman", "start", "k3s_reset-cp1", "k3s_reset-cp2"], check=True, capture_output=True)
-    for host in ("k3s_reset-cp1", "k3s_reset-cp2"):
-        sh(host, "for i in $(seq 60); do systemctl is-system-running -q --wait && break; sleep 1; done; true")
+    serve_releases(("k3s_reset-cp1", "k3s_reset-cp2"))
     rc, out = playbook("k3s.yml", gpu_cluster_k3s_version=NEW)
     assert rc == 0, out
     for host in ("k3s_reset-cp1", "k3s_reset-cp2"):

@@ -402,11 +402,11 @@ def reset(config, args, restore):
             while os.path.exists("%s-old-%d" % (etcd, stamp)):
                 stamp += 1
             os.rename(etcd, "%s-old-%d" % (etcd, stamp))
-        os.makedirs(os.path.join(etcd, "member", "wal"))
+        os.makedirs(etcd)
         with open(os.path.join(etcd, "standin-bootstrap"), "w") as handle:
             handle.write(key + "\n")
     else:
-        os.makedirs(os.path.join(etcd, "member", "wal"), exist_ok=True)
+        os.makedirs(etcd, exist_ok=True)
     with open(reset_flag, "w"):
         pass
     print("Managed etcd cluster membership has been reset, restart without --cluster-reset flag now.")
@@ -427,7 +427,7 @@ def start_server(config, args):
             if token and handle.read().strip() != token_key(token):
                 fail("starting kubernetes: preparing server: failed to bootstrap cluster data: " + DIFFERENT_TOKEN)
     else:
-        os.makedirs(os.path.join(db, "etcd", "member", "wal"), exist_ok=True)
+        os.makedirs(os.path.join(db, "etcd"), exist_ok=True)
         with open(bootstrap, "w") as handle:
             handle.write(token_key(token or secrets_token()) + "\n")
 
