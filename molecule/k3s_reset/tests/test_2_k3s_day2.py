@@ -442,7 +442,9 @@ def start_servers():
 
 def test_restore_of_a_local_snapshot_with_etcd_s3_configured():
     """k3s downloads the restore path from the bucket whenever etcd S3 is on (pkg/etcd/etcd.go, Reset):
-    a local snapshot restores with --etcd-s3=false and its full path."""
+    a local snapshot restores with --etcd-s3=false and its full path; a snapshot only in the bucket
+    restores through the proxy the cluster is configured with, and a re-run after that reset failed
+    completes it."""
     s3 = {"endpoint": "s3.lab.example:9000", "bucket": "k3s-etcd", "folder": "lab", "access_key": "AKIALAB0000000000000",
           "secret_key": "lab-secret-key-0123456789"}
     serve_releases()  # the tests before stopped and started every server's container
@@ -455,6 +457,18 @@ def test_restore_of_a_local_snapshot_with_etcd_s3_configured():
     assert rc == 0, out
     assert "--cluster-reset-restore-path=/var/lib/rancher/k3s/server/db/snapshots/s3-local --etcd-s3=false" in sh(
         "k3s_reset-cp1", "cat /var/log/k3s-standin.log")
+    assert "lab-secret-key" not in out
+    # a snapshot only in the bucket, which answers only through the proxy: the reset gets the proxy
+    # settings (gpu_cluster_https_proxy, as the unit's environment has them)
+    snapshot_as("k3s_reset-cp1", "s3-remote")
+    sh("k3s_reset-cp1", f"mkdir -p /var/lib/k3s-standin-s3/k3s-etcd/lab && mv {DB}/snapshots/s3-remote "
+                        "/var/lib/k3s-standin-s3/k3s-etcd/lab/ && touch /var/lib/k3s-standin-s3/.needs-proxy")
+    rc, out = restore("s3-remote", k3s_node_etcd_s3=s3)
+    assert rc != 0 and "only through the proxy" in out
+    rc, out = restore("s3-remote", k3s_node_etcd_s3=s3, gpu_cluster_https_proxy="http://proxy.lab.example:3128")
+    assert rc == 0, out
+    assert "fetched from etcd S3" in out
+    assert "--cluster-reset-restore-path=s3-remote" in sh("k3s_reset-cp1", "cat /var/log/k3s-standin.log")
     assert "lab-secret-key" not in out
     rc, out = playbook("k3s.yml", gpu_cluster_k3s_version=NEW)  # S3 off again
     assert rc == 0, out
