@@ -175,7 +175,7 @@ def _pvc(namespace, name):
     return {"apiVersion": "v1", "kind": "PersistentVolumeClaim", "metadata": {"namespace": namespace, "name": name}}
 
 
-def _pvr(namespace, pod, volume, phase, done=None, message=None):
+def _pvr(namespace, pod, volume, phase, *, done=None, message=None):
     status = {"phase": phase}
     if done is not None:
         status["progress"] = {"bytesDone": done, "totalBytes": done}
@@ -207,7 +207,7 @@ def test_a_restore_into_namespaces_whose_claims_exist_is_refused():
 
 def test_the_report_names_each_volume_and_fails_a_restore_that_brought_no_data_back():
     done = b.restore_report({"phase": "Completed", "warnings": 2},
-                            [_pvr("jupyterhub", "jupyter-alice", "home", "Completed", 1024)], [_pvb()])
+                            [_pvr("jupyterhub", "jupyter-alice", "home", "Completed", done=1024)], [_pvb()])
     assert done["problem"] == ""
     assert done["lines"] == ["jupyterhub/jupyter-alice volume home: Completed (1024 bytes)",
                              "1 of 1 backed-up volume(s) restored; 2 warning(s), 0 error(s)"]
