@@ -329,6 +329,7 @@ def restore_report(restore_status, pod_volume_restores, pod_volume_backups):
     restored while the backup holds some is a problem (phases: Velero's PodVolumeRestore CRD)."""
     status = restore_status or {}
     lines, failed = [], []
+
     def where(item):
         spec = item.get("spec") or {}
         pod = spec.get("pod") or {}

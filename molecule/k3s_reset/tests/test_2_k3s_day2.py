@@ -423,7 +423,7 @@ def test_rebuilt_first_server_with_its_peers_down_is_refused():
 
 # The recoveries a real k3s accepts (issue 42). Each starts from the cluster the test before left
 # (cp1 wiped, cp2 and cp3 back): k3s.yml installs it again first.
-def serve_releases(hosts=SERVERS):
+def serve_releases(hosts=tuple(SERVERS)):
     """The stand-in release server (prepare.yml) is a transient unit: a container stopped and started
     again (podman stop/start) has lost it; k3s.yml reads the release's checksum from it."""
     for host in hosts:
