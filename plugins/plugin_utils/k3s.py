@@ -40,9 +40,9 @@ def version_problem(current, wanted, allow_downgrade=False, allow_skip_minor=Fal
     current is '' for a node without k3s. Refused: a downgrade (k3s and etcd do not support
     one) and skipping a minor version (Kubernetes supports one minor at a time), unless the
     matching override is set. upgrading: the caller is playbooks/upgrade.yml (an etcd snapshot
-    first, then each node drained and upgraded in turn); k3s.yml and site.yml would replace the
-    binary of every running node at once, so a newer version than a node runs is refused there,
-    pointing to upgrade.yml (add_node.yml touches no running node: its join check compares versions).
+    first, then each node drained and upgraded in turn); k3s.yml and site.yml (upgrading=False) would
+    replace the binary of every running node at once, so a newer version than a node runs is refused
+    there, pointing to upgrade.yml.
     """
     if not current:
         return ""
