@@ -4,7 +4,11 @@ Several files read the same render (the reference homelab, plain): each run of r
 three CPU-minutes, so the plain homelab used to be rendered five times. ``renders_cache.start(...)``
 starts a render (once per session for the same arguments, so a file can start all it needs before
 waiting, and they run in parallel); ``renders_cache.get(...)`` waits for it and fails the test with the
-render's output when it failed. Tests only read the render directories they get."""
+render's output when it failed. Tests only read the render directories they get.
+
+A test file lists the renders it reads in ``RENDERS_USED`` (tuples of arguments): every render of the
+files collected starts when the session starts, so the renders of all files run side by side instead of
+one file's after another's (the tier used to spend its time rendering one file's renders at a time)."""
 
 from __future__ import annotations
 
@@ -65,3 +69,12 @@ def renders_cache(tmp_path_factory):
     cache = Renders(tmp_path_factory)
     yield cache
     cache.close()
+
+
+@pytest.fixture(scope="session", autouse=True)
+def start_every_render(request, renders_cache):
+    """Start the renders every collected file lists in RENDERS_USED, before the first test."""
+    modules = {item.module for item in request.session.items if getattr(item, "module", None)}
+    for module in sorted(modules, key=lambda m: m.__name__):
+        for args in getattr(module, "RENDERS_USED", ()):
+            renders_cache.start(*args)

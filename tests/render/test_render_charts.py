@@ -62,6 +62,8 @@ RENDERS = {
                 json.dumps({"gpu_cluster_pod_security_exempt_namespaces": ["jupyterhub", "kube-system"]})), "1.30"),
 }
 
+RENDERS_USED = [args for args, _version in RENDERS.values()]  # started with the session (conftest.py)
+
 # (render, bundle) -> (chart dir under tests/fixtures/charts/helm, namespace the bundle deploys to)
 CHARTS = {
     ("homelab", "gpu-operator"): ("gpu-operator-v26.7.0", "gpu-operator"),

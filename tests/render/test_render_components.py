@@ -27,19 +27,25 @@ DEFAULT_CLASS = "storageclass.kubernetes.io/is-default-class"
 PSA_ENFORCE = "pod-security.kubernetes.io/enforce"
 
 
+RENDERS = {
+    "homelab": (HOMELAB,),
+    "cpu_only": (CPU_ONLY,),
+    # The seed's operator on a k3s older than containerd 2. Preflight refuses a k3s older than
+    # v1.31.6, so it is skipped for this render: the test is of the legacy toolkit settings.
+    "legacy": (HOMELAB, "gpu_cluster_gpu_operator_version=v25.10.1", "gpu_cluster_k3s_version=v1.30.9+k3s1",
+               "gpu_cluster_preflight=false",
+               # and a user's namespace exempt from Pod Security admission
+               json.dumps({"gpu_cluster_pod_security_exempt_namespaces": ["jupyterhub", "kube-system"]})),
+}
+# the plain homelab with the management phase switched off (test_without_the_management_phase_only_kube_system_is_exempt)
+NO_MANAGEMENT = (HOMELAB, json.dumps({"gpu_cluster_management_enabled": False}))
+RENDERS_USED = [*RENDERS.values(), NO_MANAGEMENT]  # started with the session (conftest.py)
+
+
 @pytest.fixture(scope="module")
 def rendered(renders_cache):
     """{name: render_dir} for the homelab, the CPU-only inventory and the seed operator on an older k3s."""
-    jobs = {
-        "homelab": (HOMELAB,),
-        "cpu_only": (CPU_ONLY,),
-        # The seed's operator on a k3s older than containerd 2. Preflight refuses a k3s older than
-        # v1.31.6, so it is skipped for this render: the test is of the legacy toolkit settings.
-        "legacy": (HOMELAB, "gpu_cluster_gpu_operator_version=v25.10.1", "gpu_cluster_k3s_version=v1.30.9+k3s1",
-                   "gpu_cluster_preflight=false",
-                   # and a user's namespace exempt from Pod Security admission
-                   json.dumps({"gpu_cluster_pod_security_exempt_namespaces": ["jupyterhub", "kube-system"]})),
-    }
+    jobs = RENDERS
     for args in jobs.values():
         renders_cache.start(*args)
     return {name: renders_cache.get(*args)[0] for name, args in jobs.items()}
@@ -260,7 +266,7 @@ def test_pod_security_admission_configuration_validates(homelab, legacy):
 
 def test_without_the_management_phase_only_kube_system_is_exempt(renders_cache):
     """Rancher's exemptions come with the management phase only (gpu_cluster_management_enabled)."""
-    root = renders_cache.get(HOMELAB, json.dumps({"gpu_cluster_management_enabled": False}))[0]
+    root = renders_cache.get(*NO_MANAGEMENT)[0]
     assert admission_exemptions(root / "_k3s" / "homelab") == ["kube-system"]
 
 

@@ -28,6 +28,9 @@ DEVICE_PLUGIN_SCHEMA = FIXTURES / "k8s-device-plugin-v0.20.0" / "config-v1.schem
 SUBCHARTS = {"grafana": "grafana-values.yaml", "kube-state-metrics": "kube-state-metrics-values.yaml"}
 
 
+RENDERS_USED = [(HOMELAB,)]  # started with the session (conftest.py)
+
+
 @pytest.fixture(scope="module")
 def render_root(renders_cache):
     return renders_cache.get(HOMELAB)[0]

@@ -56,9 +56,13 @@ current-context: render
 """
 
 
+RENDERS = {"homelab": (HOMELAB,), "variant": (HOMELAB, json.dumps(VARIANT))}
+RENDERS_USED = list(RENDERS.values())  # started with the session (conftest.py)
+
+
 @pytest.fixture(scope="module")
 def renders(renders_cache):
-    jobs = {"homelab": (HOMELAB,), "variant": (HOMELAB, json.dumps(VARIANT))}
+    jobs = RENDERS
     for args in jobs.values():
         renders_cache.start(*args)
     return {name: renders_cache.get(*args) for name, args in jobs.items()}

@@ -26,18 +26,22 @@ CRD = LLM_FIXTURES / "production-stack.vllm.ai_vllmruntimes.yaml"
 PSA_ENFORCE = "pod-security.kubernetes.io/enforce"
 
 
+RENDERS = {
+    "deployment": (HOMELAB,),
+    # Kimi K2.5 needs 8 GPUs on one node: preflight refuses it on the homelab's 2-GPU workers
+    # (tests/integration/preflight_cases.yml); here only its VLLMRuntime's shape is under test.
+    "operator": (HOMELAB, "gpu_cluster_llm_engine=operator", f"@{LLM_FIXTURES / 'kimi-k2.5.yml'}",
+                 '{"gpu_cluster_preflight": false}'),
+    # the homelab with its commented model metrics switched on (docs/llm.md, Watching the models),
+    # and its backups and logs (one render: test_render_operations.py reads it too)
+    "monitored": OPERATIONS_RENDER,
+}
+RENDERS_USED = list(RENDERS.values())  # started with the session (conftest.py)
+
+
 @pytest.fixture(scope="module")
 def renders(renders_cache):
-    jobs = {
-        "deployment": (HOMELAB,),
-        # Kimi K2.5 needs 8 GPUs on one node: preflight refuses it on the homelab's 2-GPU workers
-        # (tests/integration/preflight_cases.yml); here only its VLLMRuntime's shape is under test.
-        "operator": (HOMELAB, "gpu_cluster_llm_engine=operator", f"@{LLM_FIXTURES / 'kimi-k2.5.yml'}",
-                     '{"gpu_cluster_preflight": false}'),
-        # the homelab with its commented model metrics switched on (docs/llm.md, Watching the models),
-        # and its backups and logs (one render: test_render_operations.py reads it too)
-        "monitored": OPERATIONS_RENDER,
-    }
+    jobs = RENDERS
     for args in jobs.values():
         renders_cache.start(*args)
     return {name: renders_cache.get(*args)[0] / "homelab" for name, args in jobs.items()}

@@ -49,6 +49,7 @@ OPERATIONS_SETTINGS = {
     "gpu_cluster_logs_enabled": True,
 }
 OPERATIONS_RENDER = (HOMELAB, json.dumps(OPERATIONS_SETTINGS, sort_keys=True))
+RENDERS_USED = [OPERATIONS_RENDER]  # started with the session (conftest.py)
 # bundle -> (chart dir under tests/fixtures/charts/helm, namespace)
 CHARTS = {
     "velero": ("velero-12.1.0", "velero"),
