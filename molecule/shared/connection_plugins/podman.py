@@ -121,7 +121,7 @@ class Connection(ConnectionBase):
             with open("/proc/%d/environ" % self._pid, "rb") as environ:
                 self._env = [item for item in environ.read().split(b"\0") if b"=" in item]
         except OSError:
-            raise AnsibleConnectionFailure("container %s is not running" % self._container)
+            raise AnsibleConnectionFailure("container %s is not running" % self._container) from None
         self._connected = True
         return self
 
