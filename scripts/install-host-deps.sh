@@ -16,6 +16,10 @@ done
 # Node.js from elsewhere (NodeSource, nvm) is used as it is.
 command -v node >/dev/null 2>&1 || need+=(nodejs)
 command -v npm >/dev/null 2>&1 || need+=(npm)
+# promtool (Debian's prometheus package) for the alert rule tests: `promtool check rules` and
+# `promtool test rules` evaluate the rendered PrometheusRules in Prometheus's own rule engine
+# (tests/render/test_alert_rules_promtool.py). Checked by command, so a promtool from elsewhere is used.
+command -v promtool >/dev/null 2>&1 || need+=(prometheus)
 # Debian's python3 needs python3-venv for `python3 -m venv` (pyenv and
 # other self-built Pythons carry ensurepip already).
 if ! "${PYTHON:-python3}" -c 'import ensurepip' >/dev/null 2>&1; then

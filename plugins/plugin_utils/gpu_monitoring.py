@@ -44,6 +44,26 @@ def ksm_resource(resource):
     return re.sub(r"[^a-zA-Z0-9_]", "_", resource)
 
 
+# kube-state-metrics' resource names back to Kubernetes' (what the docs and the other alerts show):
+# (regex on the ksm value, replacement), applied with PromQL's label_replace, whose regex is anchored.
+# The GPU resources the device plugin advertises: nvidia.com/gpu, nvidia.com/gpu.shared (time-slicing with
+# renameByDefault) and nvidia.com/mig-<g>g.<mem>gb, with +me for the media-extension profiles.
+RESOURCE_SPELLINGS = (
+    ("nvidia_com_gpu", "nvidia.com/gpu"),
+    ("nvidia_com_gpu_shared", "nvidia.com/gpu.shared"),
+    ("nvidia_com_mig_([0-9]+g)_([0-9]+gb)", "nvidia.com/mig-$1.$2"),
+    ("nvidia_com_mig_([0-9]+g)_([0-9]+gb)_me", "nvidia.com/mig-$1.$2+me"),
+)
+
+
+def docs_resource(expr):
+    """``expr`` with its ``resource`` label spelt as Kubernetes spells the resource (``nvidia.com/gpu``),
+    not as kube-state-metrics does (``nvidia_com_gpu``), so every GPU alert names it the same way."""
+    for regex, replacement in RESOURCE_SPELLINGS:
+        expr = "label_replace(%s, \"resource\", \"%s\", \"resource\", \"%s\")" % (expr, replacement, regex)
+    return expr
+
+
 def retention_size(storage_size):
     """Prometheus ``retentionSize`` for a volume of ``storage_size`` (``50Gi``): 85 % of it (Prometheus'
     ``GB`` is 2**30 bytes, a Gi), so old blocks are dropped before the volume fills."""
@@ -160,23 +180,32 @@ def _pool_join(metric, resource, pool):
 def alert_rules(pools=None, workers=None, *, usage_threshold=0.9, temperature_threshold=85):
     """The rule groups of the GPU PrometheusRule. ``GPUNodeWithoutPool``, ``GPUPoolCapacityLow`` and
     ``GPUPoolUsageHigh`` are written only when pools are declared (one of the latter two per pool and
-    resource, with the pool's expected capacity from ``pool_capacity``)."""
+    resource, with the pool's expected capacity from ``pool_capacity``).
+
+    The DCGM rules read only series that carry the ``node`` label our ServiceMonitor adds: another scrape
+    of the same exporter (the GPU Operator's own ServiceMonitor, which the collection switches off, or a
+    user's) cannot make them fire twice. A node in maintenance holds back GPUDriverMissing and
+    GPUPoolMisconfigured (its driver and MIG layout may change while it is out) and its pool's
+    GPUPoolCapacityLow; GPUNodeInMaintenance fires instead. Capacity counts only nodes that are Ready and
+    schedulable (a NotReady node keeps its allocatable in kube-state-metrics)."""
     gpu_label = ksm_label("gpu")
+    in_maintenance = "max by (node) (kube_node_labels{%s=\"true\"})" % ksm_label(MAINTENANCE_LABEL)
     node_rules = [
         _rule("GPUDriverMissing",
-              "max by (node) (kube_node_labels{%s=\"true\"}) unless on (node) "
-              "(max by (node) (kube_node_status_allocatable{resource=~\"nvidia_com_gpu.*|nvidia_com_mig_.*\"}) > 0)" % gpu_label,
+              "(max by (node) (kube_node_labels{%s=\"true\"}) unless on (node) "
+              "(max by (node) (kube_node_status_allocatable{resource=~\"nvidia_com_gpu.*|nvidia_com_mig_.*\"}) > 0)) "
+              "unless on (node) %s" % (gpu_label, in_maintenance),
               "GPU node {{ $labels.node }} advertises no GPU resource",
               "Node {{ $labels.node }} is labelled gpu=true but advertises no nvidia.com GPU resource: the driver or "
               "the device plugin is not running there."),
         _rule("GPUXidErrors",
-              "(max by (node, gpu, UUID) (changes(DCGM_FI_DEV_XID_ERRORS[15m])) > 0) "
-              "and on (node, gpu, UUID) (max by (node, gpu, UUID) (DCGM_FI_DEV_XID_ERRORS) > 0)",
+              "(max by (node, gpu, UUID) (changes(DCGM_FI_DEV_XID_ERRORS{node!=\"\"}[15m])) > 0) "
+              "and on (node, gpu, UUID) (max by (node, gpu, UUID) (DCGM_FI_DEV_XID_ERRORS{node!=\"\"}) > 0)",
               "GPU {{ $labels.gpu }} on {{ $labels.node }} reported an XID error",
               "DCGM reports a new XID error on GPU {{ $labels.gpu }} ({{ $labels.UUID }}) of node {{ $labels.node }}.",
               severity="critical", duration="0m"),
         _rule("GPUTemperatureHigh",
-              "max by (node, gpu, UUID) (DCGM_FI_DEV_GPU_TEMP) > %d" % int(temperature_threshold),
+              "max by (node, gpu, UUID) (DCGM_FI_DEV_GPU_TEMP{node!=\"\"}) > %d" % int(temperature_threshold),
               "GPU {{ $labels.gpu }} on {{ $labels.node }} is at {{ $value }} C",
               "GPU {{ $labels.gpu }} of node {{ $labels.node }} has been above %d C for 10 minutes." % int(temperature_threshold),
               duration="10m"),
@@ -200,8 +229,10 @@ def alert_rules(pools=None, workers=None, *, usage_threshold=0.9, temperature_th
             expected = "|".join(ksm_resource(r) for r in sorted(pool["resources"]))
             pool_rules.append(_rule(
                 "GPUPoolMisconfigured",
-                "max by (node, resource) ((kube_node_status_allocatable{resource=~\"%s\", resource!~\"%s\"} > 0) "
-                "* on (node) group_left () %s)" % (GPU_RESOURCES_RE, expected, in_pool),
+                docs_resource(
+                    "max by (node, resource) ((kube_node_status_allocatable{resource=~\"%s\", resource!~\"%s\"} > 0) "
+                    "* on (node) group_left () %s) unless on (node) %s"
+                    % (GPU_RESOURCES_RE, expected, in_pool, in_maintenance)),
                 "GPU node {{ $labels.node }} of pool %s advertises the wrong GPU resource" % pool["name"],
                 "Node {{ $labels.node }} is in GPU pool %s (%s), which offers %s, but it advertises "
                 "{{ $labels.resource }}: its device plugin or MIG configuration does not match the pool "
@@ -213,10 +244,15 @@ def alert_rules(pools=None, workers=None, *, usage_threshold=0.9, temperature_th
             for resource, count in sorted(pool["resources"].items()):
                 labels = {"pool": pool["name"], "resource": resource}
                 allocatable = _pool_join("kube_node_status_allocatable", resource, pool["name"])
+                # what the pool offers: its Ready, schedulable nodes' allocatable (a NotReady node keeps its
+                # allocatable in kube-state-metrics; the runbook looks for NotReady and cordoned nodes)
+                offered = ("%s * on (node) group_left () (max by (node) "
+                           "(kube_node_status_condition{condition=\"Ready\", status=\"true\"}) == 1) "
+                           "unless on (node) (max by (node) (kube_node_spec_unschedulable) == 1)" % allocatable)
                 pool_rules.append(_rule(
                     "GPUPoolCapacityLow",
                     # held back while one of the pool's nodes is in maintenance (GPUNodeInMaintenance says so)
-                    "((sum(%s) or vector(0)) < %d) unless on () %s" % (allocatable, count, maintenance),
+                    "((sum(%s) or vector(0)) < %d) unless on () %s" % (offered, count, maintenance),
                     "GPU pool %s offers fewer %s than expected" % (pool["name"], resource),
                     "GPU pool %s has {{ $value }} allocatable %s, expected %d." % (pool["name"], resource, count),
                     labels=labels))

@@ -113,13 +113,16 @@ def alert_rules(specs, threshold=DEFAULT_QUEUE_THRESHOLD):
             "No pod of model %s (%s) in namespace %s answers its metrics endpoint: it is not running, "
             "still loading, or crashing." % (spec["name"], spec["model"], spec["namespace"]),
             severity="critical", duration="10m", labels={"namespace": spec["namespace"], "model": spec["name"]}))
-    waiting = "sum by (namespace, service) (vllm:num_requests_waiting{%s})" % _selector(specs)
+    # The model is the Service the ServiceMonitor scraped (label ``service``), named ``model`` as in
+    # VLLMModelDown: label_replace copies it before the sums keep only namespace and model.
+    waiting = "label_replace(vllm:num_requests_waiting{%s}, \"model\", \"$1\", \"service\", \"(.+)\")" % _selector(specs)
+    growing = ("label_replace(deriv(vllm:num_requests_waiting{%s}[10m]), \"model\", \"$1\", \"service\", \"(.+)\")"
+               % _selector(specs))
     rules.append(_rule(
         "VLLMQueueGrowing",
-        "(%s > %d) and (sum by (namespace, service) (deriv(vllm:num_requests_waiting{%s}[10m])) > 0)"
-        % (waiting, threshold, _selector(specs)),
-        "Model {{ $labels.namespace }}/{{ $labels.service }} has a growing queue",
-        "{{ $value }} requests wait for model {{ $labels.service }} in namespace {{ $labels.namespace }} (more than "
+        "(sum by (namespace, model) (%s) > %d) and (sum by (namespace, model) (%s) > 0)" % (waiting, threshold, growing),
+        "Model {{ $labels.namespace }}/{{ $labels.model }} has a growing queue",
+        "{{ $value }} requests wait for model {{ $labels.model }} in namespace {{ $labels.namespace }} (more than "
         "%d, and growing): it needs more replicas or GPUs, or fewer callers." % threshold,
         severity="warning", duration="10m", labels={}))
     return [{"name": "llm-models", "rules": rules}]

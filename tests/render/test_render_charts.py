@@ -663,3 +663,25 @@ def test_a_custom_mig_layout_reaches_the_mig_manager(rendered):
         "3g.40gb": 1, "2g.20gb": 2}
     (policy,) = [doc for _path, doc in docs if doc["kind"] == "ClusterPolicy"]
     assert policy["spec"]["migManager"]["config"] == {"name": gpu_pools.MIG_PARTED_CONFIGMAP, "default": "all-disabled"}
+
+
+def test_dcgm_exporter_is_scraped_once_with_its_node(rendered, renders_cache):
+    """Issue 44: the pinned GPU Operator chart creates its own DCGM ServiceMonitor by default (its
+    values.yaml, dcgmExporter.serviceMonitor.enabled: true) with no node relabelling, and Prometheus
+    selects every ServiceMonitor: each DCGM series was scraped twice and every GPU temperature or XID
+    alert fired twice. Helm's engine renders the ClusterPolicy with the operator's monitor off, and the
+    only ServiceMonitor of the exporter is the gpu-alerts bundle's, which adds the node."""
+    chart_values = yaml.safe_load((HELM_CHARTS / "gpu-operator-v26.7.0" / "values.yaml").read_text())
+    assert chart_values["dcgmExporter"]["serviceMonitor"]["enabled"] is True  # the chart's default we switch off
+    docs, _crds = render_row(rendered, "homelab", "gpu-operator")
+    (policy,) = [doc for _path, doc in docs if doc["kind"] == "ClusterPolicy"]
+    assert policy["spec"]["dcgmExporter"]["enabled"] is True
+    assert policy["spec"]["dcgmExporter"]["serviceMonitor"]["enabled"] is False
+    monitors = [doc for _path, doc in docs if doc["kind"] == "ServiceMonitor"]
+    assert monitors == []
+    alerts = renders_cache.get(*RENDERS["homelab"][0])[0] / "homelab" / "gpu-alerts"
+    ours = [doc for path in sorted(alerts.glob("*.yaml"))
+            for doc in yaml.safe_load_all(path.read_text()) if doc and doc.get("kind") == "ServiceMonitor"]
+    assert len(ours) == 1 and ours[0]["spec"]["selector"]["matchLabels"] == {"app": "nvidia-dcgm-exporter"}
+    assert ours[0]["spec"]["endpoints"][0]["relabelings"] == [
+        {"sourceLabels": ["__meta_kubernetes_pod_node_name"], "targetLabel": "node", "action": "replace"}]

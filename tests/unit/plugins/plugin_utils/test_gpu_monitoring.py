@@ -146,3 +146,20 @@ def test_the_parser_check_can_fail():
 def test_usage_threshold_is_a_fraction():
     with pytest.raises(ValueError, match="fraction"):
         gm.alert_rules(HOMELAB_POOLS, HOMELAB_WORKERS, usage_threshold=90)
+
+
+@pytest.mark.parametrize("resource", ["nvidia.com/gpu", "nvidia.com/gpu.shared", "nvidia.com/mig-1g.10gb",
+                                      "nvidia.com/mig-3g.40gb", "nvidia.com/mig-7g.80gb", "nvidia.com/mig-1g.18gb",
+                                      "nvidia.com/mig-1g.10gb+me", "nvidia.com/mig-2g.35gb"])
+def test_kube_state_metrics_resource_names_are_spelt_back_as_kubernetes_spells_them(resource):
+    """Issue 44: GPUPoolMisconfigured named the resource nvidia_com_gpu while the other alerts say
+    nvidia.com/gpu. label_replace's regex is anchored at both ends (Prometheus docs, label_replace); each
+    replacement applies to the value the one before left, as the nested calls do."""
+    value = gm.ksm_resource(resource)
+    for regex, replacement in gm.RESOURCE_SPELLINGS:
+        match = re.fullmatch(regex, value)
+        if match:
+            value = re.sub(r"\$(\d)", r"\\\1", replacement)
+            value = match.expand(value)
+    assert value == resource
+    assert gm.docs_resource("x").count("label_replace(") == len(gm.RESOURCE_SPELLINGS)

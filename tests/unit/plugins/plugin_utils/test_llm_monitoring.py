@@ -67,7 +67,9 @@ def test_one_down_alert_per_model_and_one_queue_alert():
     assert down == {("llm", "qwen"): '(max(up{namespace="llm", service="qwen"}) or vector(0)) == 0',
                     ("search", "embed"): '(max(up{namespace="search", service="embed"}) or vector(0)) == 0'}
     queue = rules[-1]["expr"]
-    assert "vllm:num_requests_waiting{namespace=~\"llm|search\"}) > 30)" in queue and "deriv(" in queue
+    assert 'vllm:num_requests_waiting{namespace=~"llm|search"}' in queue and ") > 30)" in queue and "deriv(" in queue
+    # the model is named `model` in both alerts (issue 44; promtool evaluates both in tests/render)
+    assert queue.count("sum by (namespace, model)") == 2 and "$labels.model" in rules[-1]["annotations"]["summary"]
     assert {r["labels"]["severity"] for r in rules} == {"critical", "warning"}
 
 
