@@ -428,14 +428,17 @@ def test_rebuilt_first_server_with_its_peers_down_is_refused():
 
 # The recoveries a real k3s accepts (issue 42). Each starts from the cluster the test before left
 # (cp1 wiped, cp2 and cp3 back): k3s.yml installs it again first.
+SERVE_RELEASES = ("systemctl is-active -q fake-k3s-release || systemd-run --unit=fake-k3s-release "
+                  "python3 -m http.server --bind 127.0.0.1 --directory /srv/k3s-release 18080 >/dev/null; "
+                  "for i in $(seq 30); do python3 -c 'import urllib.request as u; u.urlopen(\"http://127.0.0.1:18080/\")' "
+                  "2>/dev/null && break; sleep 1; done")
+
+
 def serve_releases(hosts=tuple(SERVERS)):
     """The stand-in release server (prepare.yml) is a transient unit: a container stopped and started
     again (podman stop/start) has lost it; k3s.yml reads the release's checksum from it."""
     for host in hosts:
-        sh(host, BOOTED + "; systemctl is-active -q fake-k3s-release || systemd-run --unit=fake-k3s-release "
-                 "python3 -m http.server --bind 127.0.0.1 --directory /srv/k3s-release 18080 >/dev/null; "
-                 "for i in $(seq 30); do python3 -c 'import urllib.request as u; u.urlopen(\"http://127.0.0.1:18080/\")' "
-                 "2>/dev/null && break; sleep 1; done")
+        sh(host, f"{BOOTED}; {SERVE_RELEASES}")
 
 
 def start_servers():
