@@ -4,7 +4,8 @@
 # waiting on systemd, apt and the containers) and the other tiers one after another. The molecule
 # lane's output goes to .molecule-lane.log and is printed when both lanes are done. When the other
 # tiers are done, their lane takes the molecule scenarios nobody has started yet (tier molecule-2;
-# scripts/molecule-all.sh, MOLECULE_CLAIMS), so neither lane waits long for the other.
+# scripts/molecule-all.sh, MOLECULE_CLAIMS), so neither lane waits long for the other. The molecule
+# lane runs two scenarios at a time (MOLECULE_WORKERS=2): k3s_reset and k3s_ha start together.
 #   TEST_LANES=1 make test   one lane: every tier one after another (output as it comes)
 set -u
 cd "$(dirname "$0")/.."
@@ -25,7 +26,7 @@ else
   MOLECULE_CLAIMS=$(mktemp -d "${TMPDIR:-/tmp}/gpu-cluster-molecule-claims.XXXXXX")
   export MOLECULE_CLAIMS
   set -m  # the molecule lane in its own process group, so an interrupt stops all of it
-  bash "$tiers" molecule "$make" --no-print-directory molecule >.molecule-lane.log 2>&1 &
+  MOLECULE_WORKERS=${MOLECULE_WORKERS:-2} bash "$tiers" molecule "$make" --no-print-directory molecule >.molecule-lane.log 2>&1 &
   molecule_lane=$!
   set +m
   trap 'kill -- "-$molecule_lane" 2>/dev/null; rm -rf "$MOLECULE_CLAIMS"; exit 130' INT TERM
