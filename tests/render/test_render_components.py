@@ -434,3 +434,11 @@ def test_cuda_smoke_test_pod(homelab):
     assert spec["runtimeClassName"] == "nvidia"
     assert spec["nodeSelector"] == {"gpu": "true"}
     assert any(t["key"] == "nvidia.com/gpu" and t["effect"] == "NoSchedule" for t in spec["tolerations"])
+
+
+def test_a_first_render_prints_no_warning(renders_cache):
+    """Issue 43: a first render into an empty directory printed two Ansible warnings, a template error
+    (a task name templated with its own loop variable, which Ansible templates before the loop) and a
+    skipped path (``find`` in the cluster directory the render had not written yet)."""
+    _root, output = renders_cache.get(HOMELAB)
+    assert "[WARNING]" not in output, [line for line in output.splitlines() if "WARNING" in line]
