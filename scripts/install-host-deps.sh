@@ -59,3 +59,9 @@ fi
 echo "install-host-deps: installing ${need[*]}"
 "${sudo_cmd[@]}" apt-get update -qq
 DEBIAN_FRONTEND=noninteractive "${sudo_cmd[@]}" apt-get install -y -qq --no-install-recommends "${need[@]}"
+# The prometheus package enables and starts a Prometheus server (port 9090); the tests need only its
+# promtool. Stop the server this run installed, so the test machine gains no listening service.
+if [[ " ${need[*]} " == *" prometheus "* ]] && command -v systemctl >/dev/null 2>&1 \
+   && systemctl is-enabled -q prometheus 2>/dev/null; then
+  "${sudo_cmd[@]}" systemctl disable --now prometheus || true
+fi

@@ -132,10 +132,10 @@ def gpu_operator_values(k3s_version, operator_version, *, driver_enabled=True, d
         "toolkit": {"enabled": True, "env": toolkit_env(k3s_version, operator_version)},
         "devicePlugin": {"enabled": True},
         "gfd": {"enabled": True},
-        # The chart's own DCGM ServiceMonitor (values.yaml dcgmExporter.serviceMonitor.enabled: true in the pinned
-        # v26.7.0, false in v25.10.1) has no node relabelling, and
-        # Prometheus selects every ServiceMonitor: each DCGM series was scraped twice, the GPU alerts fired
-        # twice (once without `node`). The gpu-alerts component delivers the one with `node` (issue 44).
+        # The chart's own DCGM ServiceMonitor (values.yaml dcgmExporter.serviceMonitor.enabled: true in the
+        # pinned v26.7.0, false in v25.10.1) has no node relabelling, and Prometheus selects every
+        # ServiceMonitor: each DCGM series was scraped twice and the GPU alerts fired twice (once without
+        # `node`). The gpu-alerts component delivers the exporter's one ServiceMonitor, with `node` (issue 44).
         "dcgmExporter": {"enabled": bool(dcgm_exporter_enabled), "serviceMonitor": {"enabled": False}},
         "mig": {"strategy": mig_strategy},
         "migManager": {"enabled": True},

@@ -94,8 +94,6 @@ DIRECT = {
 @pytest.fixture(scope="module")
 def rendered(renders_cache):
     """{render name: {bundle: fleet.yaml dict}} of playbooks/render.yml for each of RENDERS."""
-    for args, _version in RENDERS.values():
-        renders_cache.start(*args)
     result = {}
     for name, (args, _version) in RENDERS.items():
         out = renders_cache.get(*args)[0]

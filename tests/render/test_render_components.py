@@ -45,10 +45,7 @@ RENDERS_USED = [*RENDERS.values(), NO_MANAGEMENT]  # started with the session (c
 @pytest.fixture(scope="module")
 def rendered(renders_cache):
     """{name: render_dir} for the homelab, the CPU-only inventory and the seed operator on an older k3s."""
-    jobs = RENDERS
-    for args in jobs.values():
-        renders_cache.start(*args)
-    return {name: renders_cache.get(*args)[0] for name, args in jobs.items()}
+    return {name: renders_cache.get(*args)[0] for name, args in RENDERS.items()}
 
 
 @pytest.fixture(scope="module")

@@ -41,10 +41,7 @@ RENDERS_USED = list(RENDERS.values())  # started with the session (conftest.py)
 
 @pytest.fixture(scope="module")
 def renders(renders_cache):
-    jobs = RENDERS
-    for args in jobs.values():
-        renders_cache.start(*args)
-    return {name: renders_cache.get(*args)[0] / "homelab" for name, args in jobs.items()}
+    return {name: renders_cache.get(*args)[0] / "homelab" for name, args in RENDERS.items()}
 
 
 def objects(bundle):
