@@ -27,7 +27,10 @@ APP_NODES = "app_nodes"
 # The GPU node contract: what a GPU worker carries unless the inventory says otherwise
 # (k3s_node_labels / k3s_node_taints replace it, gpu_cluster_node_labels / _taints add to it).
 GPU_LABELS = ("gpu=true",)
-GPU_TAINTS = ("nvidia.com/gpu=true:NoSchedule",)
+# gpu_cluster_gpu_taint sets the contract's taint (NVIDIA and GKE spell it nvidia.com/gpu=present:NoSchedule);
+# GPU workloads tolerate what the GPU workers carry (:func:`gpu_tolerations`), never a spelling of their own.
+GPU_TAINT = "nvidia.com/gpu=true:NoSchedule"
+GPU_TAINTS = (GPU_TAINT,)
 # A GPU worker with gpu_cluster_gpu_driver_on_host: true: the GPU Operator's per-node switch for its
 # containerised driver (GPU Operator docs, "Disabling an operand on a node"; plugin_utils/gpu_driver.py).
 HOST_DRIVER_LABEL = "nvidia.com/gpu.deploy.driver=false"
@@ -133,6 +136,47 @@ def tolerations(taints):
     return result
 
 
+def gpu_taint_texts(variables):
+    """The GPU taint(s) of one GPU worker: what replaces the contract's taint on it. ``k3s_node_taints``
+    (which replaces the contract) less the infra contract's taint, else ``gpu_cluster_gpu_taint`` (or
+    :data:`GPU_TAINT`). Taints added with ``gpu_cluster_node_taints`` are not among them: they keep the
+    collection's workloads off the node, and the scheduling proof says so."""
+    if "k3s_node_taints" in (variables or {}):
+        return [str(x) for x in _list(variables.get("k3s_node_taints")) if str(x) not in INFRA_TAINTS]
+    return [gpu_taint_text(variables)]
+
+
+def gpu_tolerations(worker_taints):
+    """The tolerations every pod bound for GPU workers carries (our Jobs, pods and DaemonSets, and the
+    charts' GPU DaemonSets through their values): one for each hard GPU taint (:func:`gpu_taint_texts`,
+    parsed) that every GPU worker carries, by key and effect whatever its value (``Exists``). So the taint
+    the inventory configures (``gpu_cluster_gpu_taint``, or ``k3s_node_taints`` on the workers) is
+    followed, key and value. ``worker_taints``: one list of taints per GPU worker; none: the contract's
+    default taint's."""
+    lists = [taints for taints in worker_taints or []]
+    if not lists:
+        return tolerations([parse_taint(GPU_TAINT)])
+    shared = tolerations(lists[0])
+    for taints in lists[1:]:
+        own = tolerations(taints)
+        shared = [entry for entry in shared if entry in own]
+    return shared
+
+
+# The toleration of the contract's default taint: what a renderer uses when it is not given the model's.
+GPU_TOLERATION = toleration(parse_taint(GPU_TAINT))
+
+
+def given_gpu_tolerations(value):
+    """The GPU tolerations a renderer was given (the model's ``gpu_tolerations``), as new plain dicts;
+    None: the contract's default (:data:`GPU_TOLERATION`). ValueError for anything but a list of dicts."""
+    if value is None:
+        return [dict(GPU_TOLERATION)]
+    if not isinstance(value, (list, tuple)) or not all(isinstance(t, dict) for t in value):
+        raise ValueError("gpu_tolerations must be a list of tolerations (the cluster model's gpu_tolerations)")
+    return [dict(t) for t in value]
+
+
 def _list(value):
     return list(value) if isinstance(value, (list, tuple)) else []
 
@@ -167,10 +211,16 @@ def _default_api_labels(member):
     return labels
 
 
+def gpu_taint_text(variables):
+    """The GPU node contract's taint for a host: ``gpu_cluster_gpu_taint`` when set, else :data:`GPU_TAINT`."""
+    value = (variables or {}).get("gpu_cluster_gpu_taint")
+    return str(value) if value is not None else GPU_TAINT
+
+
 def _default_taints(variables, member):
     taints = []
     if GPU_WORKERS in member:
-        taints += list(GPU_TAINTS)
+        taints.append(gpu_taint_text(variables))
     if INFRA_NODES in member:
         taints += list(INFRA_TAINTS)
     return taints + [str(x) for x in _list(variables.get("gpu_cluster_node_taints"))]
@@ -314,8 +364,9 @@ def _node(host, variables, member, pools, parsed):
 
 
 def build(groups, hostvars):
-    """The model of the cluster: ``{nodes: [node, ...], pools: [...], limited: [resource, ...]}``
-    (``limited``: :func:`limited_resources`), one node per host of
+    """The model of the cluster: ``{nodes: [node, ...], pools: [...], limited: [resource, ...],
+    gpu_tolerations: [...]}`` (``limited``: :func:`limited_resources`; ``gpu_tolerations``:
+    :func:`gpu_tolerations`), one node per host of
     ``k3s_servers`` and ``k3s_agents`` (servers first, inventory order), each as :func:`_node` makes
     it. ``hostvars`` maps host -> its variables (inventory values; role defaults are not there)."""
     groups = groups if isinstance(groups, dict) else {}
@@ -332,7 +383,10 @@ def build(groups, hostvars):
     members = _with_members(pools)
     parsed = {}
     nodes = [_node(host, hostvars.get(host) or {}, member.get(host, []), members, parsed) for host in order]
-    return {"nodes": nodes, "pools": pools, "limited": limited_resources(nodes, pools)}
+    worker_taints = [_taints(gpu_taint_texts(hostvars.get(host) or {}), parsed)
+                     for host in order if GPU_WORKERS in member.get(host, [])]
+    return {"nodes": nodes, "pools": pools, "limited": limited_resources(nodes, pools),
+            "gpu_tolerations": gpu_tolerations(worker_taints)}
 
 
 def limited_resources(nodes, pools):

@@ -46,7 +46,7 @@ def _flag(value):
     return value is True or (isinstance(value, str) and value.strip().lower() in ("true", "yes", "on", "1"))
 
 
-def llm_workloads(groups, hostvars, values=None):
+def llm_workloads(groups, hostvars, values=None, gpu_tolerations=None):
     """The pods of ``gpu_cluster_llm_models`` (engine ``deployment``: the Deployment's template;
     ``operator``: the pod the production-stack operator makes of a VLLMRuntime)."""
     models = _value(groups, hostvars, "gpu_cluster_llm_models", values=values)
@@ -56,7 +56,7 @@ def llm_workloads(groups, hostvars, values=None):
     namespace = _value(groups, hostvars, "gpu_cluster_llm_namespace", vllm.DEFAULT_NAMESPACE, values=values)
     try:
         specs = [vllm.vllm_spec(entry, pools if isinstance(pools, list) else [], "deployment",
-                                vllm.DEFAULT_INGRESS_CLASS, namespace) for entry in models]
+                                vllm.DEFAULT_INGRESS_CLASS, namespace, gpu_tolerations=gpu_tolerations) for entry in models]
     except (ValueError, TypeError, KeyError):
         return []  # preflight's llm checks say what is wrong with the entries
     result = []
@@ -83,7 +83,7 @@ def profile_pod(spec):
     return pod
 
 
-def jupyterhub_workloads(groups, hostvars, values=None):
+def jupyterhub_workloads(groups, hostvars, values=None, gpu_tolerations=None):
     """One pod per JupyterHub profile the hub would offer (when JupyterHub is enabled)."""
     if not _flag(_value(groups, hostvars, "gpu_cluster_jupyterhub_enabled", False, values=values)):
         return []
@@ -95,13 +95,14 @@ def jupyterhub_workloads(groups, hostvars, values=None):
     result = []
     for entry in resolved["profiles"]:
         try:
-            spec = jupyterhub.profile_spec(entry, pools, images={"cpu": "cpu", "pytorch": "pytorch", "tensorflow": "tensorflow"})
+            spec = jupyterhub.profile_spec(entry, pools, images={"cpu": "cpu", "pytorch": "pytorch", "tensorflow": "tensorflow"},
+                                           gpu_tolerations=gpu_tolerations)
         except (ValueError, TypeError, KeyError):
             continue
         result.append({"name": "JupyterHub profile %s" % entry["name"], "namespace": namespace,
                        "pod": profile_pod(spec), "alone": True})
     puller = jupyterhub.image_puller(
-        {"namespace": namespace, "pools": pools, "pause_image": "pause",
+        {"namespace": namespace, "pools": pools, "pause_image": "pause", "gpu_tolerations": gpu_tolerations,
          "prepull": _value(groups, hostvars, "gpu_cluster_jupyterhub_prepull", True, values=values),
          "images": {"cpu": "cpu", "pytorch": "pytorch", "tensorflow": "tensorflow"}}, resolved["profiles"])
     if puller:
@@ -210,7 +211,7 @@ def smoke_workloads(model):
     """The CUDA smoke pod of the render tier (components.cuda_smoke_pod), when there are GPU nodes."""
     if not cluster_model.gpu_nodes(model):
         return []
-    pod = components.cuda_smoke_pod()
+    pod = components.cuda_smoke_pod(tolerations=model.get("gpu_tolerations"))
     return [{"name": "CUDA smoke pod", "namespace": pod["metadata"]["namespace"], "pod": pod["spec"]}]
 
 
@@ -265,8 +266,9 @@ def workloads(groups, hostvars, model=None, plan=None, values=None):
     """Every workload, in deploy order (storage and GPU stack first, then apps, then verify)."""
     model = model or cluster_model.build(groups, hostvars)
     values = values if values is not None else inventory_values(groups, hostvars)
-    return (smoke_workloads(model) + operations_workloads(groups, hostvars, model) + llm_workloads(groups, hostvars, values) +
-            jupyterhub_workloads(groups, hostvars, values) + verify_workloads(groups, hostvars, model, plan))
+    gpu = model.get("gpu_tolerations")
+    return (smoke_workloads(model) + operations_workloads(groups, hostvars, model) + llm_workloads(groups, hostvars, values, gpu) +
+            jupyterhub_workloads(groups, hostvars, values, gpu) + verify_workloads(groups, hostvars, model, plan))
 
 
 def admission_limits(model):

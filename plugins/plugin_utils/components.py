@@ -28,6 +28,7 @@ __metaclass__ = type
 
 import copy
 import re
+from ansible_collections.cps.gpu_cluster.plugins.plugin_utils import cluster_model
 from ansible_collections.cps.gpu_cluster.plugins.plugin_utils.forms import DNS_LABEL
 
 VERSION = re.compile(r"^v?(\d+)\.(\d+)(?:\.(\d+))?")
@@ -39,7 +40,7 @@ PRIVILEGED_NAMESPACE_LABELS = {
     "pod-security.kubernetes.io/warn": "privileged",
 }
 
-GPU_TAINT_TOLERATION = {"key": "nvidia.com/gpu", "operator": "Exists", "effect": "NoSchedule"}
+GPU_TAINT_TOLERATION = cluster_model.GPU_TOLERATION
 
 K3S_CONTAINERD_SOCKET = "/run/k3s/containerd/containerd.sock"
 # k3s renders config.toml from this template when it exists; the legacy
@@ -96,8 +97,13 @@ def toolkit_env(k3s_version, operator_version):
 
 
 def gpu_operator_values(k3s_version, operator_version, *, driver_enabled=True, driver_version=None,
-                        mig_strategy="single", dcgm_exporter_enabled=True, extra_values=None, driver_upgrade_policy=None):
+                        mig_strategy="single", dcgm_exporter_enabled=True, extra_values=None, driver_upgrade_policy=None,
+                        gpu_tolerations=None):
     """Values for the NVIDIA GPU Operator chart on k3s.
+
+    ``gpu_tolerations``: the cluster model's (``gpu_tolerations``, the taint the GPU workers carry); the
+    operator gives ``daemonsets.tolerations`` to every operand (driver, toolkit, device plugin, DCGM
+    exporter, GFD, MIG manager, validator) and NFD's worker gets them too. None: the contract's default.
 
     The toolkit env is chosen by :func:`containerd_mode`; the choice is named in
     ``toolkit.env`` itself and in the pod annotation
@@ -105,6 +111,7 @@ def gpu_operator_values(k3s_version, operator_version, *, driver_enabled=True, d
     so it is visible in the rendered values and on the cluster.
     """
     mode = containerd_mode(k3s_version, operator_version)
+    gpu = cluster_model.given_gpu_tolerations(gpu_tolerations)
     driver = {"enabled": bool(driver_enabled)}
     if driver_enabled and driver_version:
         driver["version"] = str(driver_version)
@@ -120,12 +127,12 @@ def gpu_operator_values(k3s_version, operator_version, *, driver_enabled=True, d
             "worker": {"tolerations": [
                 {"key": "node-role.kubernetes.io/control-plane", "operator": "Equal",
                  "value": "", "effect": "NoSchedule"},
-                copy.deepcopy(GPU_TAINT_TOLERATION),
+                *copy.deepcopy(gpu),
             ]},
         },
         "daemonsets": {
             "annotations": {"gpu-cluster.cps/containerd-mode": mode},
-            "tolerations": [copy.deepcopy(GPU_TAINT_TOLERATION)],
+            "tolerations": copy.deepcopy(gpu),
         },
         "operator": {"runtimeClass": "nvidia"},
         "driver": driver,
@@ -236,8 +243,11 @@ def fleet_bundle(component):
 
 
 def cuda_smoke_pod(name="cuda-smoke-test", namespace="default",
-                   image="nvcr.io/nvidia/k8s/cuda-sample:vectoradd-cuda12.5.0-ubuntu22.04", gpus=1):
+                   image="nvcr.io/nvidia/k8s/cuda-sample:vectoradd-cuda12.5.0-ubuntu22.04", gpus=1, tolerations=None):
     """A pod that runs a CUDA sample once on a GPU worker through k3s's ``nvidia`` RuntimeClass.
+
+    ``tolerations``: the cluster model's ``gpu_tolerations`` (the taint the GPU workers carry, whatever its
+    value); None: the contract's default taint's (``nvidia.com/gpu``, ``Exists``).
 
     It meets the ``restricted`` Pod Security level (the K3s CIS profile's cluster default), so it
     runs in any namespace: non-root, no privilege escalation, no capabilities, RuntimeDefault seccomp.
@@ -252,8 +262,7 @@ def cuda_smoke_pod(name="cuda-smoke-test", namespace="default",
             "runtimeClassName": "nvidia",
             "restartPolicy": "Never",
             "nodeSelector": {"gpu": "true"},
-            "tolerations": [{"key": "nvidia.com/gpu", "operator": "Equal", "value": "true",
-                             "effect": "NoSchedule"}],
+            "tolerations": cluster_model.given_gpu_tolerations(tolerations),
             "securityContext": {"runAsNonRoot": True, "runAsUser": 1000, "runAsGroup": 1000,
                                 "seccompProfile": {"type": "RuntimeDefault"}},
             "containers": [{

@@ -135,6 +135,8 @@ CLUSTER_VARIABLES = {
     "gpu_cluster_state_dir": (False, "any_path"),
     # the hub's database, Prometheus and Grafana (plugin_utils/cluster_model.py STATE_STORAGE_CLASS)
     "gpu_cluster_state_storage_class": (False, "state_class"),
+    # the GPU node contract's taint (plugin_utils/cluster_model.py GPU_TAINT); GPU workloads tolerate it
+    "gpu_cluster_gpu_taint": (False, "taint"),
     # checked by k3s_parity.inventory_problems; listed here so every host must agree
     "gpu_cluster_http_proxy": (False, "any"),
     "gpu_cluster_https_proxy": (False, "any"),
@@ -426,6 +428,8 @@ KINDS = {
     "label_list": (lambda v: _list_of(v, _label),
                    "use a list of Kubernetes labels key=value (key: optional DNS prefix and '/', then at most 63 of "
                    "letters, digits, '-', '_', '.'; like [example.com/team=ml])"),
+    "taint": (_taint, "use one taint key=value:Effect (or key:Effect) with Effect one of %s (like nvidia.com/gpu=present:NoSchedule)"
+              % ", ".join(TAINT_EFFECTS)),
     "taint_list": (lambda v: _list_of(v, _taint),
                    "use a list of taints key=value:Effect (or key:Effect) with Effect one of %s (like [dedicated=ml:NoSchedule])"
                    % ", ".join(TAINT_EFFECTS)),

@@ -56,7 +56,6 @@ SHARED_RESOURCE = "nvidia.com/gpu.shared"
 GPU_NODE_SELECTOR = {"gpu": "true"}
 # The node label of a GPU pool (the same label the vLLM models select, plugin_utils/vllm.py).
 POOL_LABEL = "gpu-cluster.cps/gpu-pool"
-GPU_TOLERATION = {"key": "nvidia.com/gpu", "operator": "Exists", "effect": "NoSchedule"}
 # The chart's own user-pod tolerations (scheduling.userPods.tolerations in values.yaml): a profile
 # that sets ``tolerations`` replaces the list, so GPU profiles repeat them.
 CHART_USER_TOLERATIONS = [
@@ -299,8 +298,10 @@ def resolve_profiles(entries, workers, pools=None, drop_unsatisfiable=False, nam
     return result
 
 
-def profile_spec(entry, pools=None, *, images=None, home=None, scratch=None, singleuser_package=None):
-    """Everything one profile becomes: GPU count, resource, selector, sizes, images, volumes."""
+def profile_spec(entry, pools=None, *, images=None, home=None, scratch=None, singleuser_package=None,
+                 gpu_tolerations=None):
+    """Everything one profile becomes: GPU count, resource, selector, sizes, images, volumes, and the
+    tolerations of a GPU profile (``gpu_tolerations``: the cluster model's; None: the contract's default)."""
     images = images or {}
     gpu = entry.get("gpu", 0)
     row = SIZE_TABLE[gpu]
@@ -322,6 +323,7 @@ def profile_spec(entry, pools=None, *, images=None, home=None, scratch=None, sin
         "images": choices,
         "shm": row["shm"],
         "scratch": bool(gpu) and bool(scratch),
+        "tolerations": cluster_model.given_gpu_tolerations(gpu_tolerations) if gpu else [],
     }
     spec.update({k: row[k] for k in ("cpu_guarantee", "cpu_limit", "mem_guarantee", "mem_limit")})
     default_name = "CPU only" if gpu == 0 else "%d GPU%s" % (gpu, "" if gpu == 1 else "s")
@@ -371,7 +373,7 @@ def kubespawner_override(spec):
     if spec["gpu"]:
         override["extra_resource_limits"] = {spec["resource"]: str(spec["gpu"])}
         override["extra_resource_guarantees"] = {spec["resource"]: str(spec["gpu"])}
-        override["tolerations"] = [*copy.deepcopy(CHART_USER_TOLERATIONS), copy.deepcopy(GPU_TOLERATION)]
+        override["tolerations"] = [*copy.deepcopy(CHART_USER_TOLERATIONS), *copy.deepcopy(spec["tolerations"])]
         override["node_selector"] = dict(spec["node_selector"])
         override["extra_pod_config"] = {"runtimeClassName": "nvidia"}
         override["environment"] = {"NVIDIA_DRIVER_CAPABILITIES": "compute,utility", "HOME": HOME_MOUNT}
@@ -413,10 +415,12 @@ def profile_entry(spec, default=False):
     return entry
 
 
-def profile_list(entries, pools=None, *, images=None, home=None, scratch=None, singleuser_package=None):
+def profile_list(entries, pools=None, *, images=None, home=None, scratch=None, singleuser_package=None,
+                 gpu_tolerations=None):
     """The chart's ``singleuser.profileList`` from resolved profile entries (the first or the one
     marked ``default`` is the default)."""
-    specs = [profile_spec(e, pools, images=images, home=home, scratch=scratch, singleuser_package=singleuser_package)
+    specs = [profile_spec(e, pools, images=images, home=home, scratch=scratch, singleuser_package=singleuser_package,
+                          gpu_tolerations=gpu_tolerations)
              for e in entries]
     marked = [e["name"] for e in entries if e.get("default")]
     default = marked[0] if marked else (specs[0]["name"] if specs else None)
@@ -592,7 +596,8 @@ def chart_values(settings, entries, pools=None):
                     "dynamic": {"storageClass": home["storage_class"]},
                     "extraVolumes": [_shm_volume(cpu_row["shm"])], "extraVolumeMounts": [_shm_mount()]},
         "profileList": profile_list(entries, pools, images=images, home=home, scratch=scratch,
-                                    singleuser_package=settings.get("singleuser_package")),
+                                    singleuser_package=settings.get("singleuser_package"),
+                                    gpu_tolerations=settings.get("gpu_tolerations")),
     }
     ingress = ingress_values(settings)
     return {
@@ -666,7 +671,8 @@ def image_puller(settings, entries):
                 "metadata": {"labels": dict(labels)},
                 "spec": {
                     "nodeSelector": dict(GPU_NODE_SELECTOR),
-                    "tolerations": [*copy.deepcopy(CHART_USER_TOLERATIONS), copy.deepcopy(GPU_TOLERATION)],
+                    "tolerations": [*copy.deepcopy(CHART_USER_TOLERATIONS),
+                                    *cluster_model.given_gpu_tolerations(settings.get("gpu_tolerations"))],
                     "automountServiceAccountToken": False,
                     "terminationGracePeriodSeconds": 0,
                     "securityContext": {"runAsNonRoot": True, "seccompProfile": {"type": "RuntimeDefault"}},

@@ -8,6 +8,8 @@ __metaclass__ = type
 
 import json
 
+from ansible_collections.cps.gpu_cluster.plugins.plugin_utils import cluster_model
+
 DEFAULT_CLASS_ANNOTATION = "storageclass.kubernetes.io/is-default-class"
 
 
@@ -62,15 +64,15 @@ def fast_scratch_manifests(path, nodes, *, namespace="fast-scratch", storage_cla
                            image="docker.io/rancher/local-path-provisioner:v0.0.37",
                            helper_image="docker.io/library/busybox:1.37.0",
                            provisioner_name="cluster.local/fast-scratch",
-                           node_label=None):
+                           node_label=None, gpu_tolerations=None):
     """A dedicated local-path-provisioner instance and its ``fast-scratch`` StorageClass.
 
     ``node_label`` (``{"gpu": "true"}``) restricts the class to those nodes through
-    ``allowedTopologies`` as well; the nodePathMap already lists only ``nodes``.
+    ``allowedTopologies`` as well; the nodePathMap already lists only ``nodes``. The helper pods run on
+    those GPU workers: ``gpu_tolerations`` (the cluster model's; None: the contract's default).
     """
     name = "%s-provisioner" % storage_class
     labels = {"app.kubernetes.io/name": name, "app.kubernetes.io/part-of": "gpu-cluster"}
-    gpu_toleration = {"key": "nvidia.com/gpu", "operator": "Exists", "effect": "NoSchedule"}
     helper_pod = {
         "apiVersion": "v1",
         "kind": "Pod",
@@ -79,7 +81,7 @@ def fast_scratch_manifests(path, nodes, *, namespace="fast-scratch", storage_cla
             "priorityClassName": "system-node-critical",
             "tolerations": [
                 {"key": "node.kubernetes.io/disk-pressure", "operator": "Exists", "effect": "NoSchedule"},
-                gpu_toleration,
+                *cluster_model.given_gpu_tolerations(gpu_tolerations),
             ],
             "containers": [{"name": "helper-pod", "image": helper_image, "imagePullPolicy": "IfNotPresent"}],
         },

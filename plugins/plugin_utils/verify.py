@@ -432,12 +432,20 @@ def plan_jobs(workers, nodes=None, images=None, options=None):
             names.append(str(node))
     if phase._flag(opts["network"]) and len(names) >= 2:
         hosts = {n: "net-" + slug(n, 50) for n in names}
+        # the GPU workers' own taints (a NoExecute GPU taint too; job_manifests adds every NoSchedule one)
+        known = []
+        for entry in (t for w in gpu_workers if w.get("tolerations") is not None for t in w["tolerations"]):
+            if entry not in known:
+                known.append(dict(entry))
         for node in names:
             peers = " ".join(hosts[p] for p in names if p != node)
-            jobs.append({"check": "pod network", "name": hosts[node], "node": node, "gpus": 0,
-                         "image": images["busybox"], "hostname": hosts[node], "subdomain": "verify-net",
-                         "command": ["sh", "-c", _NET.format(me=hosts[node], peers=peers, service="verify-net")],
-                         "expect": "^net-ok$", "judge": "network", "network": True})
+            job = {"check": "pod network", "name": hosts[node], "node": node, "gpus": 0,
+                   "image": images["busybox"], "hostname": hosts[node], "subdomain": "verify-net",
+                   "command": ["sh", "-c", _NET.format(me=hosts[node], peers=peers, service="verify-net")],
+                   "expect": "^net-ok$", "judge": "network", "network": True}
+            if known:
+                job["tolerations"] = [dict(t) for t in known]
+            jobs.append(job)
     return jobs
 
 

@@ -38,7 +38,9 @@ RENDERS = {
                json.dumps({"gpu_cluster_pod_security_exempt_namespaces": ["jupyterhub", "kube-system"]})),
 }
 # the plain homelab with the management phase switched off (test_without_the_management_phase_only_kube_system_is_exempt)
-NO_MANAGEMENT = (HOMELAB, json.dumps({"gpu_cluster_management_enabled": False}))
+# and the GPU taint as NVIDIA and GKE spell it (issue 44; test_render_gpu_taint.py reads this render too)
+NO_MANAGEMENT_GPU_TAINT = "nvidia.com/gpu=present:NoSchedule"
+NO_MANAGEMENT = (HOMELAB, json.dumps({"gpu_cluster_management_enabled": False, "gpu_cluster_gpu_taint": NO_MANAGEMENT_GPU_TAINT}))
 RENDERS_USED = [*RENDERS.values(), NO_MANAGEMENT]  # started with the session (conftest.py)
 
 

@@ -18,7 +18,7 @@ import yaml
 from ansible_collections.cps.gpu_cluster.plugins.plugin_utils import vllm
 from test_render_components import HOMELAB, fleet, inventory_k8s_version, manifests
 from test_render_gpu_pools import crd_schema as monitoring_crd_schema
-from test_render_operations import OPERATIONS_RENDER
+from test_render_operations import OPERATIONS_RENDER, OPERATIONS_SETTINGS
 
 REPO = Path(__file__).resolve().parents[2]
 LLM_FIXTURES = REPO / "tests" / "fixtures" / "llm"
@@ -277,6 +277,13 @@ def test_model_metrics_render_valid_against_the_prometheus_operator_crds(renders
     peers = objects(cluster / "namespace-llm")[("NetworkPolicy", "llm-ingress")]["spec"]["ingress"][0]["from"]
     assert {"namespaceSelector": {"matchLabels": {"kubernetes.io/metadata.name": "monitoring"}},
             "podSelector": {"matchLabels": {"app.kubernetes.io/name": "prometheus"}}} in peers
+    # the models themselves are the plain render's, but for the GPU taint that render spells with another
+    # key (OPERATIONS_SETTINGS, issue 44): their pods tolerate that one instead
+    key = OPERATIONS_SETTINGS["gpu_cluster_gpu_taint"].partition("=")[0]
     for name in ("qwen", "embed"):
-        assert objects(cluster / name) == objects(renders["deployment"] / name)
+        monitored, plain = objects(cluster / name), objects(renders["deployment"] / name)
+        pod = monitored[("Deployment", name)]["spec"]["template"]["spec"]
+        assert pod["tolerations"] == [{"key": key, "operator": "Exists", "effect": "NoSchedule"}]
+        pod["tolerations"] = plain[("Deployment", name)]["spec"]["template"]["spec"]["tolerations"]
+        assert monitored == plain
     assert not (renders["deployment"] / "llm-monitoring").exists()

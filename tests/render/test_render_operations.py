@@ -47,7 +47,11 @@ OPERATIONS_SETTINGS = {
     "gpu_cluster_backup_s3": {"endpoint": "minio.lan:9000", "bucket": "homelab",
                               "access_key": ACCESS_KEY, "secret_key": SECRET_KEY},
     "gpu_cluster_logs_enabled": True,
+    # and the GPU taint with another key (issue 44; test_render_gpu_taint.py): the node agent and the
+    # collector follow it like every GPU workload
+    "gpu_cluster_gpu_taint": "example.com/accelerator=nvidia:NoSchedule",
 }
+OPERATIONS_GPU_TAINT = OPERATIONS_SETTINGS["gpu_cluster_gpu_taint"]
 OPERATIONS_RENDER = (HOMELAB, json.dumps(OPERATIONS_SETTINGS, sort_keys=True))
 RENDERS_USED = [OPERATIONS_RENDER]  # started with the session (conftest.py)
 # bundle -> (chart dir under tests/fixtures/charts/helm, namespace)
@@ -171,6 +175,8 @@ def daemon_workloads(docs, namespace):
 
 def test_every_pod_of_the_three_charts_schedules_and_the_daemonsets_reach_every_node(charts):
     groups, hostvars = _load_homelab()
+    for variables in hostvars.values():  # the render's -e reaches every host
+        variables["gpu_cluster_gpu_taint"] = OPERATIONS_GPU_TAINT
     model = cluster_model.build(groups, hostvars)
     workloads = []
     for bundle, (_chart_dir, namespace) in CHARTS.items():

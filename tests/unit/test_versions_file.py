@@ -5,6 +5,7 @@ Renovate itself), and scripts/refresh-chart-fixtures.py keeps the render tier's 
 
 from __future__ import annotations
 
+import inspect
 import json
 import re
 import subprocess
@@ -37,7 +38,7 @@ def test_code_constants_equal_the_versions_file():
     defaults = storage_components.fast_scratch_manifests.__kwdefaults__
     assert defaults["image"] == VALUES["local_path_provisioner_image"]
     assert defaults["helper_image"] == VALUES["local_path_provisioner_helper_image"]
-    assert components.cuda_smoke_pod.__defaults__[-2] == VALUES["cuda_smoke_image"]
+    assert inspect.signature(components.cuda_smoke_pod).parameters["image"].default == VALUES["cuda_smoke_image"]
     assert VALUES["gpu_operator_chart"] in components.GPU_OPERATOR_SUPPORTED_VERSIONS
 
 

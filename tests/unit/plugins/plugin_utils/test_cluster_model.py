@@ -337,6 +337,75 @@ def test_changed_gpu_taints_are_followed_by_verify_and_refused_for_the_others(ho
     assert "CUDA smoke pod" in refused and "JupyterHub profile gpu-1" in refused
 
 
+def with_gpu_worker_vars(homelab, **values):
+    """The homelab with values set on each GPU worker (its own copy, as Ansible's hostvars give it)."""
+    groups, hostvars = copy.deepcopy(homelab)
+    for host in groups["gpu_workers"]:
+        hostvars[host].update(copy.deepcopy(values))
+    return groups, hostvars
+
+
+def with_cluster_vars(homelab, **values):
+    groups, hostvars = copy.deepcopy(homelab)
+    for host in hostvars:
+        hostvars[host].update(copy.deepcopy(values))
+    return groups, hostvars
+
+
+DEFAULT_GPU_TOLERATION = {"key": "nvidia.com/gpu", "operator": "Exists", "effect": "NoSchedule"}
+
+
+def test_the_gpu_tolerations_follow_the_contract_s_taint_by_default(homelab):
+    assert cmod.build(*homelab)["gpu_tolerations"] == [DEFAULT_GPU_TOLERATION]
+    assert cmod.build({}, {})["gpu_tolerations"] == [DEFAULT_GPU_TOLERATION]  # no GPU worker: the default
+
+
+@pytest.mark.parametrize("changed", [
+    # NVIDIA's and GKE's spelling: same key, value present (the CUDA smoke pod's Equal "true" refused it)
+    {"gpu_cluster_gpu_taint": "nvidia.com/gpu=present:NoSchedule"},
+    {"gpu_cluster_gpu_taint": "example.com/accelerator=nvidia:NoSchedule"},
+    {"gpu_cluster_gpu_taint": "example.com/accelerator:NoExecute"},
+], ids=["present", "other-key", "no-value-noexecute"])
+def test_a_changed_gpu_taint_is_carried_by_the_workers_and_tolerated_by_every_gpu_workload(homelab, changed):
+    """Issue 44: the taint the inventory configures, value and key, is what the GPU workers carry and
+    what every workload bound for them tolerates; the homelab's proof stays at 0 problems."""
+    groups, hostvars = with_cluster_vars(homelab, **changed)
+    model = cmod.build(groups, hostvars)
+    taint = cmod.parse_taint(changed["gpu_cluster_gpu_taint"])
+    for node in cmod.gpu_nodes(model):
+        assert taint in node["taints"] and not any(t["key"] == "nvidia.com/gpu" and t["value"] == "true"
+                                                   for t in node["taints"] if taint["key"] != "nvidia.com/gpu")
+    assert model["gpu_tolerations"] == [{"key": taint["key"], "operator": "Exists", "effect": taint["effect"]}]
+    result = prove(groups, hostvars)
+    assert result["problems"] == [], "\n".join(result["problems"])
+    names = {row["workload"] for row in result["rows"]}
+    assert {"CUDA smoke pod", "JupyterHub notebook image puller (DaemonSet jupyterhub/notebook-image-puller)"} <= names
+
+
+@pytest.mark.parametrize("taints", [["nvidia.com/gpu=present:NoSchedule"], ["example.com/accelerator=nvidia:NoSchedule"]],
+                         ids=["present", "other-key"])
+def test_a_gpu_taint_set_with_k3s_node_taints_on_the_workers_is_followed(homelab, taints):
+    """k3s_node_taints replaces the contract on a node (docs/inventory.md): set on every GPU worker, its
+    taint is the GPU taint, and the proof places every workload."""
+    groups, hostvars = with_gpu_worker_vars(homelab, k3s_node_taints=taints)
+    model = cmod.build(groups, hostvars)
+    taint = cmod.parse_taint(taints[0])
+    assert model["gpu_tolerations"] == [{"key": taint["key"], "operator": "Exists", "effect": "NoSchedule"}]
+    result = prove(groups, hostvars)
+    assert result["problems"] == [], "\n".join(result["problems"])
+
+
+def test_a_taint_only_some_gpu_workers_carry_is_not_tolerated():
+    """The tolerations are the GPU taints every GPU worker shares: one worker with another key leaves
+    only what they all carry."""
+    worker = {"key": "nvidia.com/gpu", "value": "true", "effect": "NoSchedule"}
+    other = {"key": "example.com/accelerator", "value": "", "effect": "NoSchedule"}
+    assert cmod.gpu_tolerations([[worker, other], [worker]]) == [DEFAULT_GPU_TOLERATION]
+    assert cmod.gpu_tolerations([[other], [worker]]) == []
+    # soft taints need no toleration
+    assert cmod.gpu_tolerations([[dict(worker, effect="PreferNoSchedule")]]) == []
+
+
 # ------------------------------------------------------------------------------ nodes alike, judged once
 def test_gpu_workers_alike_are_judged_once_and_reported_each(homelab):
     """wk-gpu1 and wk-gpu2 (training pool, same model, count, labels and taints) share one judgement

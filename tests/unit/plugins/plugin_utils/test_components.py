@@ -144,8 +144,14 @@ def test_cuda_smoke_pod():
     spec = pod["spec"]
     assert spec["runtimeClassName"] == "nvidia"
     assert spec["nodeSelector"] == {"gpu": "true"}
-    assert {"key": "nvidia.com/gpu", "operator": "Equal", "value": "true", "effect": "NoSchedule"} in spec["tolerations"]
+    # the contract's taint by key and effect, any value (issue 44: an Equal "true" refused the NVIDIA/GKE
+    # spelling nvidia.com/gpu=present:NoSchedule); kube-scheduler's TaintToleration: Exists matches any value
+    assert spec["tolerations"] == [{"key": "nvidia.com/gpu", "operator": "Exists", "effect": "NoSchedule"}]
     assert spec["containers"][0]["resources"]["limits"]["nvidia.com/gpu"] == 1
+    other = [{"key": "example.com/accelerator", "operator": "Exists", "effect": "NoSchedule"}]
+    assert c.cuda_smoke_pod(tolerations=other)["spec"]["tolerations"] == other
+    with pytest.raises(ValueError, match="gpu_tolerations must be a list"):
+        c.cuda_smoke_pod(tolerations="nvidia.com/gpu")
 
 
 def test_namespace_only_component_and_fleet_ordering():
