@@ -1,12 +1,12 @@
 #!/usr/bin/env bash
 # Run every molecule scenario under molecule/ (or the ones named in MOLECULE_SCENARIOS), each to
-# completion, and fail if any failed. The longest scenarios go first (k3s_reset with its day-2
-# cases, then k3s_ha), the others by name.
+# completion, and fail if any failed. The longest scenarios go first (k3s_restore's etcd restores,
+# k3s_reset with its other day-2 cases, then k3s_ha), the others by name.
 # MOLECULE_CLAIMS=DIR: several runs share the scenarios: each one takes a scenario by creating
 # DIR/<scenario> (mkdir is atomic), so a scenario runs once whichever run gets to it first
 # (make test's second lane joins in when its other tiers are done: scripts/test-all.sh).
 # MOLECULE_WORKERS=N (default 1): N runs of this script side by side, sharing the scenarios that way
-# (the longest first, so k3s_reset and k3s_ha start together); the scenarios spend most of their time
+# (the longest first, so k3s_restore and k3s_reset start together); the scenarios spend most of their time
 # waiting on systemd and the containers, so two of them keep two cores busier than one. The other
 # workers' output follows this one's, when they are done.
 set -u
@@ -37,7 +37,7 @@ if [ "$workers" -gt 1 ]; then
   [ -z "$own_claims" ] || rm -rf "$own_claims"
   exit "$rc"
 fi
-first="k3s_reset k3s_ha"
+first="k3s_restore k3s_reset k3s_ha"
 all=$(find molecule -mindepth 2 -maxdepth 2 -name molecule.yml -printf '%h\n' | xargs -r -n1 basename | sort)
 if [ -n "${MOLECULE_SCENARIOS:-}" ]; then
   scenarios=$MOLECULE_SCENARIOS

@@ -16,17 +16,13 @@ the state the one before left.
 
 No --limit: the inventory's gpu_cluster_node_ip comes from each container's facts."""
 
-import json
 import os
-import subprocess
 from pathlib import Path
 
 import pytest
 import yaml
+from day2 import INVENTORY, REPO, config, playbook, sh
 
-REPO = Path(os.environ.get("MOLECULE_PROJECT_DIRECTORY", Path(__file__).resolve().parents[3]))
-# molecule's inventory directory: the connection (ansible_inventory.yml) and the groups (hosts)
-INVENTORY = str(Path(os.environ["MOLECULE_INVENTORY_FILE"]).parent) if os.environ.get("MOLECULE_INVENTORY_FILE") else ""
 SERVERS = ["k3s_reset-cp1", "k3s_reset-cp2", "k3s_reset-cp3"]
 AGENT = "k3s_reset-agent1"
 ALL = [*SERVERS, AGENT]
@@ -38,24 +34,6 @@ DOWNGRADE, NEWER_PATCH, SKIPS_A_MINOR = f"v1.{MINOR - 2}.9+k3s1", f"v1.{MINOR - 
 FULL = "K10" + f"{48879:064x}" + "::server:{secret}"
 
 pytestmark = pytest.mark.skipif(not INVENTORY, reason="SKIPPED day-2: run through molecule (MOLECULE_INVENTORY_FILE)")
-
-
-def playbook(name, *args, **extra):
-    env = dict(os.environ, ANSIBLE_NOCOLOR="1", ANSIBLE_FORCE_COLOR="0",
-               ANSIBLE_LOG_PATH=str(Path(os.environ["MOLECULE_EPHEMERAL_DIRECTORY"]) / "day2.log"))
-    cmd = ["ansible-playbook", "-i", INVENTORY, str(REPO / "playbooks" / name), *args]
-    if extra:
-        cmd += ["-e", json.dumps(extra)]
-    proc = subprocess.run(cmd, cwd=REPO, env=env, capture_output=True, text=True, timeout=3600, check=False)
-    return proc.returncode, proc.stdout + proc.stderr
-
-
-def sh(host, command, check=True):
-    proc = subprocess.run(["podman", "exec", host, "sh", "-c", command], capture_output=True, text=True,
-                          check=False)
-    if check:
-        assert proc.returncode == 0, proc.stderr
-    return proc.stdout
 
 
 def unchanged(out):
@@ -70,10 +48,6 @@ def node_name(host):
 
 def version(host):
     return sh(host, "/usr/local/bin/k3s --version").split()[2]
-
-
-def config(host):
-    return yaml.safe_load(sh(host, "cat /etc/rancher/k3s/config.yaml"))
 
 
 def test_fresh_install_after_the_reset():
@@ -300,236 +274,3 @@ def test_rebuilt_first_server_joins_instead_of_cluster_init():
     assert f"K3S_TOKEN={full}" in sh("k3s_reset-cp1", "cat /etc/systemd/system/k3s.service.env")
     # the token the cluster runs with is now also kept on cp2 (the token server)
     assert sh("k3s_reset-cp2", "cat /etc/rancher/k3s/cluster-token").strip() == full
-
-
-# etcd restore (playbooks/etcd_snapshot.yml). Before this round the restore stopped at once
-# ('__k3s_node_plan' is undefined), and with that fixed it removed every server's db directory
-# (their snapshots with it) and reset on cp1 even when cp1 was down.
-DB = "/var/lib/rancher/k3s/server/db"
-SNAP = "snap-day2"
-
-
-def restore(name=SNAP, **extra):
-    return playbook("etcd_snapshot.yml", k3s_snapshot_action="restore", k3s_snapshot_name=name,
-                    k3s_snapshot_restore_confirm=True, k3s_snapshot_restore_wait_retries=3, **extra)
-
-
-def snapshot_as(host, name):
-    """A snapshot as k3s writes it, `k3s etcd-snapshot save` on a server whose etcd runs (the stand-in's
-    file carries the key of the token the data was created with), renamed to `name`."""
-    sh(host, f"/usr/local/bin/k3s etcd-snapshot save --name tmp-{name} >/dev/null && "
-             f"mv \"$(ls -t {DB}/snapshots/tmp-{name}-* | head -1)\" {DB}/snapshots/{name}")
-
-
-def ip(host):
-    return sh(host, "ip -4 -o route get 1.1.1.1 | sed -n 's/.* src \\([0-9.]*\\).*/\\1/p'").strip()
-
-
-STATE = Path(os.environ.get("MOLECULE_EPHEMERAL_DIRECTORY", "/nonexistent")) / "state"
-# Until systemd's boot is over (a container stopped and started again): `is-system-running --wait` returns
-# then, and says "degraded" in these containers (run-rpc_pipefs.mount cannot mount there), which the
-# old loop (`-q --wait && break`) took for "not yet" and waited out its 60 s each time.
-BOOTED = ("for i in $(seq 60); do case \"$(systemctl is-system-running --wait 2>/dev/null)\" in running|degraded) break;; "
-          "esac; sleep 1; done; true")
-
-
-def active(host):
-    return sh(host, "systemctl is-active k3s || true").strip()
-
-
-def test_restore_of_a_missing_snapshot_is_refused_before_anything_stops():
-    for host in ("k3s_reset-cp2", "k3s_reset-cp3"):
-        sh(host, "systemctl start k3s")
-        assert active(host) == "active"
-    rc, out = restore("no-such-snapshot")
-    assert rc != 0
-    assert "snapshot no-such-snapshot is on none of the reachable servers" in out and "nothing was stopped" in out
-    assert "Stop k3s on the servers still to do" not in out
-    assert all(active(h) == "active" for h in ("k3s_reset-cp2", "k3s_reset-cp3"))
-    rc, out = restore("../etc/passwd")
-    assert rc != 0 and "is not a snapshot file name" in out
-
-
-def test_restore_with_the_first_server_down_keeps_every_snapshot():
-    """cp1 is down: the restore runs on cp2, a server that joined cp1 (config server: cp1), which real
-    k3s refuses to reset while its server URL is set (pkg/cli/server/server.go): the playbook clears it
-    with a drop-in. A down server must be said to be off before anything stops (issue 42)."""
-    snapshot_as("k3s_reset-cp2", SNAP)
-    sh("k3s_reset-cp3", f"mkdir -p {DB}/snapshots {DB}/etcd && printf 'keep\\n' > {DB}/snapshots/cp3-own "
-                        f"&& printf 'old member\\n' > {DB}/etcd/member")
-    for host in SERVERS:
-        sh(host, "rm -f /var/log/k3s-standin.log")
-    subprocess.run(["podman", "stop", "k3s_reset-cp1"], check=True, capture_output=True)
-    rc, out = restore()
-    assert rc != 0 and "k3s_reset-cp1 could not be reached" in out and "Nothing was stopped" in out
-    assert '"k3s_snapshot_restore_servers_off": ["k3s_reset-cp1"]' in out
-    assert all(active(h) == "active" for h in ("k3s_reset-cp2", "k3s_reset-cp3"))
-    rc, out = restore(k3s_snapshot_restore_servers_off=["k3s_reset-cp1"])
-    assert rc == 0, out
-    assert "down: k3s_reset-cp1" in out and "NOT DONE: k3s_reset-cp1 could not be reached" in out
-    calls = sh("k3s_reset-cp2", "cat /var/log/k3s-standin.log")
-    assert f"server --cluster-reset --token-file=/var/lib/rancher/k3s/server/restore-token " \
-           f"--cluster-reset-restore-path={DB}/snapshots/{SNAP}" in calls
-    assert "kubectl get --raw /readyz/etcd" in calls  # etcd's health, not only the node's Ready condition
-    assert sh("k3s_reset-cp2", "test -e /var/lib/rancher/k3s/server/restore-token && echo yes || echo no").strip() == "no"
-    assert config("k3s_reset-cp2")["server"].endswith(":6443")  # config.yaml keeps it; the drop-in clears it
-    assert sh("k3s_reset-cp2", "cat /etc/rancher/k3s/config.yaml.d/90-etcd-restore.yaml").count('server: ""') == 1
-    assert yaml.safe_load((STATE / "etcd-restore-pending").read_text())["servers"] == ["k3s_reset-cp1"]
-    assert "--cluster-reset" not in sh("k3s_reset-cp3", "cat /var/log/k3s-standin.log")
-    # cp3: its etcd moved aside (not removed), its own snapshot kept, joined to cp2, running
-    assert sh("k3s_reset-cp3", f"cat {DB}/etcd-old-restore-*/member") == "old member\n"
-    assert sh("k3s_reset-cp3", f"cat {DB}/snapshots/cp3-own") == "keep\n"
-    assert config("k3s_reset-cp3")["server"] == f"https://{ip('k3s_reset-cp2')}:6443"
-    assert all(active(h) == "active" for h in ("k3s_reset-cp2", "k3s_reset-cp3"))
-    # the markers stay while cp1 is left to do; every snapshot was copied to the control node first
-    assert sh("k3s_reset-cp2", f"cat {DB}/restore-done") == f"{SNAP}\n"
-    assert sh("k3s_reset-cp3", f"cat {DB}/restore-joined") == f"{SNAP}\n"
-    backups = Path(os.environ["MOLECULE_EPHEMERAL_DIRECTORY"]) / "backups"
-    assert list(backups.glob(f"2*/k3s_reset-cp2/snapshots/{SNAP}"))
-    assert list(backups.glob("2*/k3s_reset-cp3/snapshots/cp3-own"))
-
-
-def test_interrupted_rejoin_of_the_returning_server_completes_on_rerun_without_a_second_reset():
-    subprocess.run(["podman", "start", "k3s_reset-cp1"], check=True, capture_output=True)
-    sh("k3s_reset-cp1", BOOTED)
-    sh("k3s_reset-cp1", f"mkdir -p {DB}/etcd && printf 'cp1 old member\\n' > {DB}/etcd/member "
-                        "&& touch /etc/k3s-standin-fail-start")
-    rc, out = restore()  # interrupted: k3s fails to start on cp1 after its etcd moved aside
-    assert rc != 0
-    assert sh("k3s_reset-cp2", f"cat {DB}/restore-done") == f"{SNAP}\n"  # still in progress
-    sh("k3s_reset-cp1", "rm -f /etc/k3s-standin-fail-start")
-    rc, out = restore()
-    assert rc == 0, out
-    assert sh("k3s_reset-cp2", "grep -c -- --cluster-reset /var/log/k3s-standin.log").strip() == "1"
-    assert sh("k3s_reset-cp1", f"cat {DB}/etcd-old-restore-*/member") == "cp1 old member\n"
-    cfg = config("k3s_reset-cp1")
-    assert "cluster-init" not in cfg and cfg["server"].endswith(":6443")
-    assert all(active(h) == "active" for h in SERVERS)
-    for host in SERVERS:  # done everywhere: the markers and the drop-in are gone
-        assert sh(host, f"ls {DB}/restore-done {DB}/restore-joined /etc/rancher/k3s/config.yaml.d/90-etcd-restore.yaml "
-                        "2>/dev/null || true").strip() == ""
-    assert not (STATE / "etcd-restore-pending").exists()
-
-
-def test_rebuilt_first_server_with_its_peers_down_is_refused():
-    for host in SERVERS:
-        sh(host, "systemctl stop k3s")
-    sh("k3s_reset-cp1", "rm -rf /var/lib/rancher/k3s /etc/rancher/k3s")  # rebuilt: empty
-    subprocess.run(["podman", "stop", "k3s_reset-cp2", "k3s_reset-cp3"], check=True, capture_output=True)
-    try:
-        rc, out = playbook("k3s.yml", gpu_cluster_k3s_version=NEW)
-        assert rc != 0
-        assert "k3s_reset-cp1 would start a new cluster (cluster-init)" in out
-        assert "k3s_reset-cp2, k3s_reset-cp3 could not be reached" in out and "remove them from k3s_servers" in out
-        assert sh("k3s_reset-cp1", "test -e /etc/rancher/k3s/cluster-token && echo yes || echo no").strip() == "no"
-    finally:
-        subprocess.run(["podman", "start", "k3s_reset-cp2", "k3s_reset-cp3"], check=True, capture_output=True)
-
-
-# The recoveries a real k3s accepts (issue 42). Each starts from the cluster the test before left
-# (cp1 wiped, cp2 and cp3 back): k3s.yml installs it again first.
-SERVE_RELEASES = ("systemctl is-active -q fake-k3s-release || systemd-run --unit=fake-k3s-release "
-                  "python3 -m http.server --bind 127.0.0.1 --directory /srv/k3s-release 18080 >/dev/null; "
-                  "for i in $(seq 30); do python3 -c 'import urllib.request as u; u.urlopen(\"http://127.0.0.1:18080/\")' "
-                  "2>/dev/null && break; sleep 1; done")
-
-
-def serve_releases(hosts=tuple(SERVERS)):
-    """The stand-in release server (prepare.yml) is a transient unit: a container stopped and started
-    again (podman stop/start) has lost it; k3s.yml reads the release's checksum from it."""
-    for host in hosts:
-        sh(host, f"{BOOTED}; {SERVE_RELEASES}")
-
-
-def start_servers():
-    for host in SERVERS:
-        sh(host, "systemctl start k3s")
-        assert active(host) == "active", host
-
-
-def test_restore_of_a_local_snapshot_with_etcd_s3_configured():
-    """k3s downloads the restore path from the bucket whenever etcd S3 is on (pkg/etcd/etcd.go, Reset):
-    a local snapshot restores with --etcd-s3=false and its full path; a snapshot only in the bucket
-    restores through the proxy the cluster is configured with, and a re-run after that reset failed
-    completes it."""
-    s3 = {"endpoint": "s3.lab.example:9000", "bucket": "k3s-etcd", "folder": "lab", "access_key": "AKIALAB0000000000000",
-          "secret_key": "lab-secret-key-0123456789"}
-    serve_releases()  # the tests before stopped and started every server's container
-    rc, out = playbook("k3s.yml", gpu_cluster_k3s_version=NEW, k3s_node_etcd_s3=s3)
-    assert rc == 0, out
-    assert config("k3s_reset-cp1")["etcd-s3"] is True
-    start_servers()
-    snapshot_as("k3s_reset-cp1", "s3-local")
-    rc, out = restore("s3-local", k3s_node_etcd_s3=s3)
-    assert rc == 0, out
-    assert "--cluster-reset-restore-path=/var/lib/rancher/k3s/server/db/snapshots/s3-local --etcd-s3=false" in sh(
-        "k3s_reset-cp1", "cat /var/log/k3s-standin.log")
-    assert "lab-secret-key" not in out
-    # a snapshot only in the bucket, which answers only through the proxy: the reset gets the proxy
-    # settings (gpu_cluster_https_proxy, as the unit's environment has them)
-    snapshot_as("k3s_reset-cp1", "s3-remote")
-    sh("k3s_reset-cp1", f"mkdir -p /var/lib/k3s-standin-s3/k3s-etcd/lab && mv {DB}/snapshots/s3-remote "
-                        "/var/lib/k3s-standin-s3/k3s-etcd/lab/ && touch /var/lib/k3s-standin-s3/.needs-proxy")
-    rc, out = restore("s3-remote", k3s_node_etcd_s3=s3)
-    assert rc != 0 and "only through the proxy" in out
-    rc, out = restore("s3-remote", k3s_node_etcd_s3=s3, gpu_cluster_https_proxy="http://proxy.lab.example:3128")
-    assert rc == 0, out
-    assert "fetched from etcd S3" in out
-    assert "--cluster-reset-restore-path=s3-remote" in sh("k3s_reset-cp1", "cat /var/log/k3s-standin.log")
-    assert "lab-secret-key" not in out
-    rc, out = playbook("k3s.yml", gpu_cluster_k3s_version=NEW)  # S3 off again
-    assert rc == 0, out
-
-
-def test_every_server_rebuilt_then_restored_with_the_original_token():
-    """Every server lost: k3s.yml rebuilds them with the token the control node keeps (state directory),
-    never a new one, and the snapshot from the control node's backup restores (k3s refuses data encrypted
-    with another token: pkg/cluster/storage.go)."""
-    start_servers()
-    snapshot_as("k3s_reset-cp1", "before-loss")
-    original = (STATE / "server-token").read_text().strip()  # k3s.yml keeps it there (0600)
-    assert len(original) == 64 and oct((STATE / "server-token").stat().st_mode & 0o777) == "0o600"
-    backup = Path(os.environ["MOLECULE_EPHEMERAL_DIRECTORY"]) / "backups" / "20261101T000000Z" / "k3s_reset-cp1" / "snapshots"
-    backup.mkdir(parents=True, exist_ok=True)
-    (backup / "before-loss").write_text(sh("k3s_reset-cp1", f"cat {DB}/snapshots/before-loss"))
-    for host in SERVERS:  # every server lost: rebuilt empty
-        sh(host, "systemctl stop k3s; rm -rf /var/lib/rancher/k3s /etc/rancher/k3s")
-    rc, out = playbook("k3s.yml", gpu_cluster_k3s_version=NEW)
-    assert rc == 0, out
-    assert config("k3s_reset-cp1")["cluster-init"] is True
-    assert sh("k3s_reset-cp1", "cat /etc/rancher/k3s/cluster-token").strip() == original
-    start_servers()  # the new, empty cluster runs
-    rc, out = restore("before-loss")
-    assert rc == 0, out
-    assert "copied from " in out
-    assert sh("k3s_reset-cp1", "/usr/local/bin/k3s kubectl get --raw /readyz/etcd").strip() == "ok"
-    assert all(active(h) == "active" for h in SERVERS)
-
-
-def test_two_servers_down_then_returning_rejoin_the_restored_cluster():
-    """cp1 and cp2 unreachable: the restore refuses until they are said to be off, then restores on cp3
-    (a joined server) and records them; when they come back, their k3s starts on the old cluster's
-    data: k3s.yml stops it, moves the data aside and joins them to cp3, never resuming the old cluster."""
-    start_servers()
-    snapshot_as("k3s_reset-cp3", "two-down")
-    subprocess.run(["podman", "stop", "k3s_reset-cp1", "k3s_reset-cp2"], check=True, capture_output=True)
-    try:
-        rc, out = restore("two-down")
-        assert rc != 0 and "k3s_reset-cp1, k3s_reset-cp2 could not be reached" in out
-        assert active("k3s_reset-cp3") == "active"  # nothing was stopped
-        rc, out = restore("two-down", k3s_snapshot_restore_servers_off=["k3s_reset-cp1", "k3s_reset-cp2"])
-        assert rc == 0, out
-        assert "NOT DONE: k3s_reset-cp1, k3s_reset-cp2 could not be reached" in out
-        assert yaml.safe_load((STATE / "etcd-restore-pending").read_text())["servers"] == ["k3s_reset-cp1", "k3s_reset-cp2"]
-    finally:
-        subprocess.run(["podman", "start", "k3s_reset-cp1", "k3s_reset-cp2"], check=True, capture_output=True)
-    serve_releases(("k3s_reset-cp1", "k3s_reset-cp2"))
-    rc, out = playbook("k3s.yml", gpu_cluster_k3s_version=NEW)
-    assert rc == 0, out
-    for host in ("k3s_reset-cp1", "k3s_reset-cp2"):
-        assert sh(host, f"ls -d {DB}/etcd-old-restore-* | wc -l").strip() != "0", host
-        cfg = config(host)
-        assert "cluster-init" not in cfg and cfg["server"] == f"https://{ip('k3s_reset-cp3')}:6443", host
-    assert not (STATE / "etcd-restore-pending").exists()
-    assert sh("k3s_reset-cp3", "ls /etc/rancher/k3s/config.yaml.d/90-etcd-restore.yaml 2>/dev/null || true").strip() == ""
-    start_servers()
