@@ -5,7 +5,7 @@
 # lane's output goes to .molecule-lane.log and is printed when both lanes are done. When the other
 # tiers are done, their lane takes the molecule scenarios nobody has started yet (tier molecule-2;
 # scripts/molecule-all.sh, MOLECULE_CLAIMS), so neither lane waits long for the other. The molecule
-# lane runs two scenarios at a time (MOLECULE_WORKERS=2): k3s_reset and k3s_ha start together.
+# lane runs two scenarios at a time (MOLECULE_WORKERS=2): k3s_restore and k3s_reset start together.
 #   TEST_LANES=1 make test   one lane: every tier one after another (output as it comes)
 set -u
 cd "$(dirname "$0")/.."

@@ -153,7 +153,7 @@ def gpu_tolerations(worker_taints):
     the inventory configures (``gpu_cluster_gpu_taint``, or ``k3s_node_taints`` on the workers) is
     followed, key and value. ``worker_taints``: one list of taints per GPU worker; none: the contract's
     default taint's."""
-    lists = [taints for taints in worker_taints or []]
+    lists = list(worker_taints or [])
     if not lists:
         return tolerations([parse_taint(GPU_TAINT)])
     shared = tolerations(lists[0])

@@ -52,7 +52,7 @@ def test_restore_with_the_first_server_down_keeps_every_snapshot():
     with a drop-in. A down server must be said to be off before anything stops (issue 42)."""
     snapshot_as("k3s_restore-cp2", SNAP)
     sh("k3s_restore-cp3", f"mkdir -p {DB}/snapshots {DB}/etcd && printf 'keep\\n' > {DB}/snapshots/cp3-own "
-                        f"&& printf 'old member\\n' > {DB}/etcd/member")
+                          f"&& printf 'old member\\n' > {DB}/etcd/member")
     for host in SERVERS:
         sh(host, "rm -f /var/log/k3s-standin.log")
     subprocess.run(["podman", "stop", "k3s_restore-cp1"], check=True, capture_output=True)
@@ -89,7 +89,7 @@ def test_interrupted_rejoin_of_the_returning_server_completes_on_rerun_without_a
     subprocess.run(["podman", "start", "k3s_restore-cp1"], check=True, capture_output=True)
     sh("k3s_restore-cp1", BOOTED)
     sh("k3s_restore-cp1", f"mkdir -p {DB}/etcd && printf 'cp1 old member\\n' > {DB}/etcd/member "
-                        "&& touch /etc/k3s-standin-fail-start")
+                          "&& touch /etc/k3s-standin-fail-start")
     rc, out = restore(SNAP)  # interrupted: k3s fails to start on cp1 after its etcd moved aside
     assert rc != 0
     assert sh("k3s_restore-cp2", f"cat {DB}/restore-done") == f"{SNAP}\n"  # still in progress
@@ -148,7 +148,7 @@ def test_restore_of_a_local_snapshot_with_etcd_s3_configured():
     # settings (gpu_cluster_https_proxy, as the unit's environment has them)
     snapshot_as("k3s_restore-cp1", "s3-remote")
     sh("k3s_restore-cp1", f"mkdir -p /var/lib/k3s-standin-s3/k3s-etcd/lab && mv {DB}/snapshots/s3-remote "
-                        "/var/lib/k3s-standin-s3/k3s-etcd/lab/ && touch /var/lib/k3s-standin-s3/.needs-proxy")
+                          "/var/lib/k3s-standin-s3/k3s-etcd/lab/ && touch /var/lib/k3s-standin-s3/.needs-proxy")
     rc, out = restore("s3-remote", k3s_node_etcd_s3=s3)
     assert rc != 0 and "only through the proxy" in out
     rc, out = restore("s3-remote", k3s_node_etcd_s3=s3, gpu_cluster_https_proxy="http://proxy.lab.example:3128")

@@ -187,7 +187,7 @@ def _find_after(tokens: list, marker: list[str]):
 
 
 def function_body(path: Path, name: str) -> list:
-    tokens, _ = group(tokenize(path.read_text()))
+    tokens = group(tokenize(path.read_text()))[0]
     for i, item in enumerate(tokens):
         if item == "func" and tokens[i + 1] == name:
             return next(t for t in tokens[i + 2:] if isinstance(t, tuple) and t[0] == "{")[1]
@@ -229,7 +229,7 @@ FRAMEWORK_TYPES = {"schema.StringAttribute": "string", "schema.BoolAttribute": "
 
 def local(checkout: Path) -> dict:
     source = checkout / "internal" / "provider" / "resource_local_file.go"
-    tokens, _ = group(tokenize(source.read_text()))
+    tokens = group(tokenize(source.read_text()))[0]
     body = None
     for i, item in enumerate(tokens):
         if item == "func" and isinstance(tokens[i + 1], tuple) and "Schema" in tokens[i + 2:i + 3]:
