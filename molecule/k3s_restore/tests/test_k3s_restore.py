@@ -60,7 +60,7 @@ def test_restore_with_the_first_server_down_keeps_every_snapshot():
     assert rc != 0 and "k3s_restore-cp1 could not be reached" in out and "Nothing was stopped" in out
     assert '"k3s_snapshot_restore_servers_off": ["k3s_restore-cp1"]' in out
     assert all(active(h) == "active" for h in ("k3s_restore-cp2", "k3s_restore-cp3"))
-    rc, out = restore(k3s_snapshot_restore_servers_off=["k3s_restore-cp1"])
+    rc, out = restore(SNAP, k3s_snapshot_restore_servers_off=["k3s_restore-cp1"])
     assert rc == 0, out
     assert "down: k3s_restore-cp1" in out and "NOT DONE: k3s_restore-cp1 could not be reached" in out
     calls = sh("k3s_restore-cp2", "cat /var/log/k3s-standin.log")
@@ -108,6 +108,7 @@ def test_interrupted_rejoin_of_the_returning_server_completes_on_rerun_without_a
 
 
 def test_rebuilt_first_server_with_its_peers_down_is_refused():
+    serve_releases(["k3s_restore-cp1"])  # its container was stopped and started by the tests before
     for host in SERVERS:
         sh(host, "systemctl stop k3s")
     sh("k3s_restore-cp1", "rm -rf /var/lib/rancher/k3s /etc/rancher/k3s")  # rebuilt: empty
