@@ -34,37 +34,97 @@ EXCLUDED_NAMESPACES = ("kube-system", "kube-public", "kube-node-lease", NAMESPAC
 # The Velero plugin that speaks S3 (velero-plugin-for-aws), copied into the server at start.
 PLUGIN_NAME = "velero-plugin-for-aws"
 
-# Velero's schedule: a standard five-field cron expression or a descriptor (robfig/cron's standard
-# parser, which Velero's schedule controller uses): minute, hour, day of month, month, day of week.
-CRON_FIELDS = ((0, 59), (0, 23), (1, 31), (1, 12), (0, 7))
+# Velero's schedule: what robfig/cron v3's standard parser accepts (cron.ParseStandard, which Velero's
+# schedule controller calls): five fields or a descriptor. Bounds and names from robfig/cron v3.0.1 spec.go
+# (day of week 0-6, sun-sat; months jan-dec; names in any case); each comma-separated item as parser.go
+# getRange reads it: `*` or `?`, a number or name, `a-b`, then an optional `/step` ("N/step" is N to the
+# maximum); refused: a number out of bounds, a range whose beginning is beyond its end, a step of 0, more
+# than one hyphen or slash, a number strconv.Atoi refuses (ASCII digits only) or a negative one.
+CRON_FIELDS = (("minute", 0, 59, None), ("hour", 0, 23, None), ("day of month", 1, 31, None),
+               ("month", 1, 12, dict((n, i + 1) for i, n in enumerate(
+                   ("jan", "feb", "mar", "apr", "may", "jun", "jul", "aug", "sep", "oct", "nov", "dec")))),
+               ("day of week", 0, 6, dict((n, i) for i, n in enumerate(("sun", "mon", "tue", "wed", "thu", "fri", "sat")))))
+# parser.go parseDescriptor: exactly these, or "@every <Go duration>"
 CRON_DESCRIPTORS = ("@yearly", "@annually", "@monthly", "@weekly", "@daily", "@midnight", "@hourly")
-CRON_ITEM = re.compile(r"(\*|(\d+)(?:-(\d+))?)(?:/(\d+))?")
+GO_INT = re.compile(r"[+-]?[0-9]+\Z")  # strconv.Atoi: an optional sign, then ASCII digits
 # metav1.Duration as Go's time.ParseDuration reads it; Velero's ttl (hours at most, no days).
 
 
-def _cron_field_ok(text, low, high):
-    for item in text.split(","):
-        match = CRON_ITEM.fullmatch(item)
-        if not match:
-            return False
-        first, last, step = match.group(2), match.group(3), match.group(4)
-        numbers = [int(n) for n in (first, last) if n is not None]
-        if any(n < low or n > high for n in numbers) or (len(numbers) == 2 and numbers[0] > numbers[1]):
-            return False
-        if step is not None and int(step) == 0:
-            return False
-    return True
+def _cron_number(text, names):
+    """parser.go parseIntOrName: a name of the field (any case), else strconv.Atoi; None when refused."""
+    if names and text.lower() in names:
+        return names[text.lower()]
+    if not GO_INT.match(text) or int(text) < 0:
+        return None
+    return int(text)
+
+
+def _cron_bounds(expr, low, high, names):
+    """(start, end, step, why) of one item as getRange reads it, before the bounds are checked."""
+    range_and_step = expr.split("/")
+    low_and_high = range_and_step[0].split("-")
+    start, end, step, why = low, high, 1, ""
+    if low_and_high[0] not in ("*", "?"):
+        numbers = [_cron_number(part, names) for part in low_and_high]
+        if len(low_and_high) > 2:
+            why = "too many hyphens in %s" % expr
+        elif None in numbers:
+            why = "%s is not a number%s" % (expr, " or a name" if names else "")
+        else:
+            start, end = numbers[0], numbers[-1]
+    if not why and len(range_and_step) > 2:
+        why = "too many slashes in %s" % expr
+    elif not why and len(range_and_step) == 2:
+        step = _cron_number(range_and_step[1], None)
+        if step is None:
+            why = "the step of %s is not a number" % expr
+        elif len(low_and_high) == 1:
+            end = high  # "N/step" means "N-max/step"
+    return start, end, step, why
+
+
+def _cron_item_problem(expr, low, high, names):
+    """'' when robfig/cron's getRange accepts ``expr`` for a field of these bounds, else why not."""
+    start, end, step, why = _cron_bounds(expr, low, high, names)
+    checks = ((why, why), (step == 0, "the step of %s should be a positive number" % expr),
+              (start < low, "%s begins below %d" % (expr, low)), (end > high, "%s ends above %d" % (expr, high)),
+              (start > end, "%s begins beyond its end" % expr))
+    return next((message for failed, message in checks if failed), "")
+
+
+def _descriptor_problem(value):
+    """parser.go parseDescriptor: '' for a descriptor it knows, else why not."""
+    if value in CRON_DESCRIPTORS or (value.startswith("@every ") and GO_DURATION.fullmatch(value[len("@every "):])):
+        return ""
+    return "%s is not a descriptor robfig/cron knows" % value
+
+
+def cron_schedule_problem(value):
+    """'' when robfig/cron's ParseStandard (Velero's schedule) accepts ``value``, else why not."""
+    if not isinstance(value, str) or not value:
+        return "it is not a cron expression"
+    if value.startswith("@"):
+        return _descriptor_problem(value)
+    fields = value.split()
+    if len(fields) != 5:
+        return "it has %d field(s), not 5" % len(fields)
+    for text, (what, low, high, names) in zip(fields, CRON_FIELDS):
+        for item in text.split(","):
+            why = _cron_item_problem(item, low, high, names)
+            if why:
+                named = ", or %s-%s" % (min(names, key=names.get), max(names, key=names.get)) if names else ""
+                return "%s: %s (%d-%d%s)" % (what, why, low, high, named)
+    return ""
 
 
 def cron_problem(value, name="gpu_cluster_backup_schedule"):
     """'' when ``value`` is a schedule Velero accepts, else what to write."""
-    if isinstance(value, str) and (value.strip() in CRON_DESCRIPTORS):
+    why = cron_schedule_problem(value)
+    if not why:
         return ""
-    fields = value.split() if isinstance(value, str) else []
-    if len(fields) == 5 and all(_cron_field_ok(f, low, high) for f, (low, high) in zip(fields, CRON_FIELDS)):
-        return ""
-    return ("%s is %r; use a five-field cron expression (minute hour day-of-month month day-of-week, like "
-            "'0 3 * * *' for 03:00 every day) or @daily" % (name, value))
+    return ("%s is %r; use a five-field cron expression as Velero reads it (minute hour day-of-month month "
+            "day-of-week, day of week 0-6 or sun-sat, like '0 3 * * *' for 03:00 every day or '0 3 * * mon-fri') "
+            "or @daily (robfig/cron, Velero's parser, says: %s)" % (name, value, why))
 
 
 def ttl_problem(value, name="gpu_cluster_backup_ttl"):

@@ -64,9 +64,41 @@ def test_bad_settings_are_refused_with_what_to_write(values, words):
         component(values)
 
 
-@pytest.mark.parametrize("schedule", ["0 3 * * *", "*/15 * * * *", "0 1-5/2 * * 1,3,5", "30 2 1 * 0", "@daily", "0 0 * * 7"])
+# What Velero's schedule controller accepts: robfig/cron v3.0.1's ParseStandard (spec.go bounds and names,
+# parser.go getRange, parseIntOrName, parseDescriptor). Each expected value is that parser's answer.
+@pytest.mark.parametrize("schedule", [
+    "0 3 * * *", "*/15 * * * *", "0 1-5/2 * * 1,3,5", "30 2 1 * 0", "@daily", "@every 6h",
+    "0 3 * * mon-fri", "0 3 * * MON,wed", "0 3 1 jan-jun *", "0 3 ? * *", "5/10 * * * *", "0 3 * * +1",
+    "  0 3 * * *  ",  # strings.Fields
+])
 def test_accepted_schedules(schedule):
     assert b.cron_problem(schedule) == ""
+
+
+@pytest.mark.parametrize(("schedule", "why"), [
+    ("0 0 * * 7", "day of week: 7 ends above 6"),  # dow bounds{0, 6}: Sunday is 0 only (issue 43)
+    ("0 0 * * 1-7", "day of week: 1-7 ends above 6"),
+    ("0 0 * * monday", "day of week: monday is not a number or a name"),  # three-letter names only
+    ("60 * * * *", "minute: 60 ends above 59"),
+    ("0 0 0 * *", "day of month: 0 begins below 1"),
+    ("0 0 * 13 *", "month: 13 ends above 12"),
+    ("0 5-2 * * *", "hour: 5-2 begins beyond its end"),
+    ("*/0 * * * *", "minute: the step of */0 should be a positive number"),
+    ("1-2-3 * * * *", "minute: too many hyphens in 1-2-3"),
+    ("*/2/3 * * * *", "minute: too many slashes in */2/3"),
+    ("\u0661 * * * *", "minute: \u0661 is not a number"),  # strconv.Atoi reads ASCII digits only
+    ("1,,2 * * * *", "minute:  is not a number"),
+    ("0 3 * *", "it has 4 field(s), not 5"),
+    ("0 0 3 * * *", "it has 6 field(s), not 5"),  # seconds are not in the standard parser
+    ("@fortnightly", "@fortnightly is not a descriptor robfig/cron knows"),
+    (" @daily", "it has 1 field(s), not 5"),  # a descriptor only at the very start
+    ("@every 1d", "@every 1d is not a descriptor robfig/cron knows"),  # time.ParseDuration has no days
+])
+def test_refused_schedules_say_what_robfig_cron_refuses(schedule, why):
+    message = b.cron_problem(schedule)
+    assert message.startswith(f"gpu_cluster_backup_schedule is {schedule!r}; use a five-field cron expression"), message
+    assert f"(robfig/cron, Velero's parser, says: {why}" in message, message
+    assert "0-6 or sun-sat" in message
 
 
 def test_the_location_falls_back_to_the_etcd_snapshots_one_under_a_prefix_of_its_own():
