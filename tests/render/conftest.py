@@ -8,17 +8,25 @@ render's output when it failed. Tests only read the render directories they get.
 
 A test file lists the renders it reads in ``RENDERS_USED`` (tuples of arguments): every render of the
 files collected starts when the session starts, so the renders of all files run side by side instead of
-one file's after another's (the tier used to spend its time rendering one file's renders at a time)."""
+one file's after another's (the tier used to spend its time rendering one file's renders at a time).
+
+At most ``GPU_CLUSTER_TEST_JOBS`` renders run at once (default: half the cores, at least one): the
+others wait in the order they were started. The molecule lane of ``make test`` runs beside this tier,
+and a 2-core machine running four renders at once spent a fifth more CPU time (and wall time) on them
+than running them two at a time (docs/development.md, "Suite time")."""
 
 from __future__ import annotations
 
 import os
 import subprocess
+import threading
+from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
 import pytest
 
 REPO = Path(__file__).resolve().parents[2]
+JOBS = int(os.environ.get("GPU_CLUSTER_TEST_JOBS") or max(1, (os.cpu_count() or 2) // 2))
 
 
 def start_render(out, inventory, *extra):
@@ -36,32 +44,49 @@ def start_render(out, inventory, *extra):
 
 
 class Renders:
-    """Renders of this session, by their arguments."""
+    """Renders of this session, by their arguments; at most JOBS of them run at once."""
 
     def __init__(self, tmp_path_factory):
         self._factory = tmp_path_factory
         self._jobs = {}
+        self._pool = ThreadPoolExecutor(max_workers=JOBS)
+        self._running = set()
+        self._lock = threading.Lock()
+        self._closed = False
+
+    def _run(self, out, inventory, extra):
+        with self._lock:
+            if self._closed:
+                return None, "the session ended before this render started"
+            proc = start_render(out, inventory, *extra)
+            self._running.add(proc)
+        try:
+            output = proc.communicate()[0]
+        finally:
+            with self._lock:
+                self._running.discard(proc)
+        return proc.returncode, output
 
     def start(self, inventory, *extra):
         key = (str(inventory), *extra)
         if key not in self._jobs:
             out = self._factory.mktemp("render")
-            self._jobs[key] = {"out": out, "proc": start_render(out, inventory, *extra), "output": None}
+            self._jobs[key] = {"out": out, "future": self._pool.submit(self._run, out, inventory, extra)}
         return key
 
     def get(self, inventory, *extra, timeout=1800):
         """(render_dir, output) of the render with these arguments, started if it was not."""
         job = self._jobs[self.start(inventory, *extra)]
-        if job["output"] is None:
-            job["output"] = job["proc"].communicate(timeout=timeout)[0]
-        assert job["proc"].returncode == 0, f"render of {inventory} {list(extra)} failed:\n{job['output'][-6000:]}"
-        return job["out"], job["output"]
+        returncode, output = job["future"].result(timeout=timeout)
+        assert returncode == 0, f"render of {inventory} {list(extra)} failed:\n{output[-6000:]}"
+        return job["out"], output
 
     def close(self):
-        for job in self._jobs.values():
-            if job["proc"].poll() is None:
-                job["proc"].kill()
-                job["proc"].communicate()
+        with self._lock:
+            self._closed = True
+            for proc in self._running:
+                proc.kill()
+        self._pool.shutdown(wait=True, cancel_futures=True)
 
 
 @pytest.fixture(scope="session")
