@@ -5,7 +5,7 @@ table (``passes: true``) pass, and no host but localhost is ever touched.
 Each case is the homelab inventory copied to a temporary directory with the
 case's patch applied (a JSON merge patch per file), then
 ``ansible-playbook playbooks/preflight.yml -i <that directory>``. The runs go
-in parallel threads (JOBS at once).
+in parallel threads so the whole table stays fast.
 """
 
 from __future__ import annotations
@@ -28,9 +28,6 @@ ANSIBLE_PLAYBOOK = shutil.which("ansible-playbook") or str(REPO / ".venv" / "bin
 GOOD = "homelab"
 BAD = [case for case in CASES if not case.get("passes")]
 VALID = [case for case in CASES if case.get("passes")]
-# Runs at once: half the cores by default (GPU_CLUSTER_TEST_JOBS). make test runs this tier beside the
-# molecule lane on another xdist worker; more processes than cores cost more CPU time, not less wall.
-JOBS = int(os.environ.get("GPU_CLUSTER_TEST_JOBS") or max(1, (os.cpu_count() or 2) // 2))
 
 
 def merge_patch(target, patch):
@@ -80,7 +77,7 @@ def results(tmp_path_factory) -> dict:
     jobs = {GOOD: materialise({}, tmp_path_factory.mktemp(GOOD))}
     for case in CASES:
         jobs[case["id"]] = materialise(case["patch"], tmp_path_factory.mktemp(case["id"]))
-    with ThreadPoolExecutor(max_workers=JOBS) as pool:
+    with ThreadPoolExecutor(max_workers=max(2, min(6, (os.cpu_count() or 2) * 2))) as pool:
         futures = {name: pool.submit(run_preflight, inventory) for name, inventory in jobs.items()}
         return {name: future.result() for name, future in futures.items()}
 
@@ -155,7 +152,7 @@ def phase_results(tmp_path_factory) -> dict:
     """Every phase and day-2 playbook run on the two-server inventory, in parallel."""
     case = next(case for case in CASES if case["id"] == "two_servers")
     inventory = materialise(case["patch"], tmp_path_factory.mktemp("phases"))
-    with ThreadPoolExecutor(max_workers=JOBS) as pool:
+    with ThreadPoolExecutor(max_workers=max(2, min(6, (os.cpu_count() or 2) * 2))) as pool:
         futures = {name: pool.submit(run_preflight, inventory, f"playbooks/{name}.yml") for name in PHASE_PLAYBOOKS}
         return {name: future.result() for name, future in futures.items()}, case["message"]
 

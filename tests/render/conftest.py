@@ -10,10 +10,9 @@ A test file lists the renders it reads in ``RENDERS_USED`` (tuples of arguments)
 files collected starts when the session starts, so the renders of all files run side by side instead of
 one file's after another's (the tier used to spend its time rendering one file's renders at a time).
 
-At most ``GPU_CLUSTER_TEST_JOBS`` renders run at once (default: half the cores, at least one): the
-others wait in the order they were started. The molecule lane of ``make test`` runs beside this tier,
-and a 2-core machine running four renders at once spent a fifth more CPU time (and wall time) on them
-than running them two at a time (docs/development.md, "Suite time")."""
+At most ``GPU_CLUSTER_TEST_JOBS`` renders run at once (default: one per core): the others wait in
+the order they were started. A 2-core machine running four renders at once spent a fifth more CPU
+time (and wall time) on them than running them two at a time (docs/development.md)."""
 
 from __future__ import annotations
 
@@ -26,7 +25,7 @@ from pathlib import Path
 import pytest
 
 REPO = Path(__file__).resolve().parents[2]
-JOBS = int(os.environ.get("GPU_CLUSTER_TEST_JOBS") or max(1, (os.cpu_count() or 2) // 2))
+JOBS = int(os.environ.get("GPU_CLUSTER_TEST_JOBS") or os.cpu_count() or 2)
 
 
 def start_render(out, inventory, *extra):
