@@ -7,8 +7,8 @@ waiting, and they run in parallel); ``renders_cache.get(...)`` waits for it and 
 render's output when it failed. Tests only read the render directories they get.
 
 A test file lists the renders it reads in ``RENDERS_USED`` (tuples of arguments): every render of the
-files collected starts when the session starts, so the renders of all files run side by side instead of
-one file's after another's (the tier used to spend its time rendering one file's renders at a time).
+files collected is queued when the session starts, so no file waits for its renders after another
+file's (the tier used to spend its time rendering one file's renders at a time).
 
 At most ``GPU_CLUSTER_TEST_JOBS`` renders run at once (default: one per core): the others wait in
 the order they were started. A 2-core machine running four renders at once spent a fifth more CPU
@@ -97,7 +97,7 @@ def renders_cache(tmp_path_factory):
 
 @pytest.fixture(scope="session", autouse=True)
 def start_every_render(request, renders_cache):
-    """Start the renders every collected file lists in RENDERS_USED, before the first test."""
+    """Queue the renders every collected file lists in RENDERS_USED, before the first test."""
     modules = {item.module for item in request.session.items if getattr(item, "module", None)}
     for module in sorted(modules, key=lambda m: m.__name__):
         for args in getattr(module, "RENDERS_USED", ()):
