@@ -5,7 +5,8 @@ SHELL := /bin/bash
 .DEFAULT_GOAL := help
 
 VENV ?= .venv
-PYTHON ?= python3
+# the distribution's python3 when it is new enough, else python3 on PATH (scripts/python.sh says why)
+PYTHON ?= $(shell bash scripts/python.sh)
 BIN := $(VENV)/bin
 export PATH := $(CURDIR)/$(BIN):$(PATH)
 export CONTAINERS_CONF := $(CURDIR)/tests/container/containers.conf
@@ -21,7 +22,7 @@ help: ## list the targets
 	@grep -E '^[a-z-]+:.*## ' $(MAKEFILE_LIST) | awk -F':.*## ' '{printf "  make %-14s %s\n", $$1, $$2}'
 
 host-deps: ## install the Debian packages the tests and the lab need (podman, debootstrap...)
-	bash scripts/install-host-deps.sh
+	PYTHON=$(PYTHON) bash scripts/install-host-deps.sh
 
 # .venv/bin/.runtime: the control node's runtime (requirements.txt); .venv/bin/.installed: that
 # plus the test and lint tools (requirements-dev.txt, which includes requirements.txt).
@@ -31,7 +32,7 @@ $(BIN)/.runtime: requirements.txt
 	  $(BIN)/pip install -q -r requirements.txt && touch $@; fi
 
 $(BIN)/.installed: requirements.txt requirements-dev.txt
-	bash scripts/install-host-deps.sh
+	PYTHON=$(PYTHON) bash scripts/install-host-deps.sh
 	$(PYTHON) -m venv $(VENV)
 	$(BIN)/pip install -q --upgrade pip
 	$(BIN)/pip install -q -r requirements-dev.txt

@@ -22,7 +22,8 @@ command -v npm >/dev/null 2>&1 || need+=(npm)
 command -v promtool >/dev/null 2>&1 || need+=(prometheus)
 # Debian's python3 needs python3-venv for `python3 -m venv` (pyenv and
 # other self-built Pythons carry ensurepip already).
-if ! "${PYTHON:-python3}" -c 'import ensurepip' >/dev/null 2>&1; then
+# The interpreter the venv is built from: PYTHON, as the Makefile sets it (scripts/python.sh).
+if ! "${PYTHON:-$(bash "$(dirname "$0")/python.sh")}" -c 'import ensurepip' >/dev/null 2>&1; then
   need+=(python3-venv)
 fi
 # terraform (or OpenTofu's tofu) for the `terraform console` cross-check of the unit tier
