@@ -177,8 +177,20 @@ def device_geometry(device_id, configs=None):
     return {}
 
 
-def profile_fits(geometry, profile):
-    """Whether a MIG profile (``3g.40gb``, ``1g.10gb+me``) fits a device's memory geometry."""
+def full_gpu_profiles(configs=None):
+    """The whole-GPU MIG profiles (``7g.<memory>gb``) the operator's mig-parted configs name: the exact
+    spelling per card (an A100 80GB has ``7g.80gb``; an H200 ``7g.141gb``, one GB less than its two
+    ``3g.71gb`` halves)."""
+    configs = mig_configs() if configs is None else configs
+    return {profile for entries in configs.values() for entry in entries for profile in entry["profiles"]
+            if (_profile_parts(profile.partition("+")[0]) or (0, 0))[0] == 7}
+
+
+def profile_fits(geometry, profile, configs=None):
+    """Whether a MIG profile (``3g.40gb``, ``1g.10gb+me``) exists on a device of this memory geometry,
+    exactly as NVIDIA names it: no tolerance on the memory size (issue 43: ``7g.79gb`` is not an A100
+    80GB profile). The whole-GPU profile's memory is not always twice the 3g one's (H200: 7g.141gb,
+    3g.71gb): it is the operator's ``all-7g.*`` name within one GB of that, and only that name."""
     parts = _profile_parts(profile)
     if not parts or not geometry:
         return False
@@ -191,7 +203,7 @@ def profile_fits(geometry, profile):
     if compute == 4:
         return memory == (geometry[3] if seven_slices else 2 * geometry.get(2, 0))
     if compute == 7 and seven_slices:
-        return abs(memory - 2 * geometry[3]) <= 1
+        return abs(memory - 2 * geometry[3]) <= 1 and "7g.%dgb" % memory in full_gpu_profiles(configs)
     return False
 
 
@@ -209,7 +221,7 @@ def mig_slices(device_id, config_name, configs=None):
             continue
         if not entry["enabled"] or not entry["profiles"]:
             return None
-        if all(profile_fits(geometry, profile) for profile in entry["profiles"]):
+        if all(profile_fits(geometry, profile, configs) for profile in entry["profiles"]):
             return dict(entry["profiles"])
         return None
     return None

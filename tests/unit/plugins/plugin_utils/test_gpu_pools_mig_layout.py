@@ -122,3 +122,32 @@ def test_apps_on_a_layout_pool_ask_for_its_largest_instance():
     assert resolved["resource"] == "nvidia.com/mig-3g.40gb" and jupyterhub.pool_capacity(resolved, 2) == 2
     spec = vllm.vllm_spec({"name": "qwen", "model": "Qwen/Qwen2.5-1.5B-Instruct", "gpu": 1, "pool": "mixed"}, [pool])
     assert spec["gpu_resource"] == "nvidia.com/mig-3g.40gb"
+
+
+# Issue 43: a MIG profile must exist for the card exactly, no tolerance on the memory size. The names
+# are NVIDIA's: the GPU Operator's default mig-parted config (plugins/plugin_utils/mig_parted_config.py,
+# copied from the operator's chart) has an `all-7g.80gb` config and no `all-7g.79gb`, and an
+# `all-7g.141gb` for the H200, whose whole-GPU instance is one GB less than its two 3g.71gb halves
+# (NVIDIA MIG user guide, "H200 MIG profiles": 7g.141gb).
+@pytest.mark.parametrize(("model", "profile", "exists"), [
+    (A100_80, "7g.80gb", True),
+    (A100_80, "7g.79gb", False),
+    (A100_80, "7g.81gb", False),
+    (H200, "7g.141gb", True),
+    (H200, "7g.142gb", False),
+    (H200, "7g.140gb", False),
+])
+def test_whole_gpu_profile_must_be_the_cards_own_name(model, profile, exists):
+    problems = gp.layout_problems(gp.MODEL_DEVICE_IDS[model], {profile: 1})
+    if exists:
+        assert problems == []
+    else:
+        assert problems and "MIG profile %s does not exist on this GPU" % profile in problems[0], problems
+
+
+def test_whole_gpu_profiles_come_from_the_operators_configs():
+    assert {"7g.40gb", "7g.80gb", "7g.141gb"} <= gp.full_gpu_profiles()
+    assert "7g.79gb" not in gp.full_gpu_profiles()
+    # the all-7g configs a device offers are exactly its own name
+    assert [n for n in gp.offered_configs(gp.MODEL_DEVICE_IDS[A100_80]) if n.startswith("all-7g")] == ["all-7g.80gb"]
+    assert [n for n in gp.offered_configs(gp.MODEL_DEVICE_IDS[H200]) if n.startswith("all-7g")] == ["all-7g.141gb"]
