@@ -30,7 +30,15 @@ FAKE = r"""#!/usr/bin/env python3
 import json, os, sys
 args = sys.argv[1:]
 with open(os.environ["FAKE_TF_LOG"], "a") as log:
-    log.write(json.dumps({"argv": args, "token": bool(os.environ.get("PROXMOX_VE_API_TOKEN"))}) + "\n")
+    log.write(json.dumps({"argv": args, "token": bool(os.environ.get("PROXMOX_VE_API_TOKEN")), "cwd": os.getcwd(),
+                          "state": os.path.exists("terraform.tfstate")}) + "\n")
+# what terraform writes into its working directory: init the providers (.terraform/) and the dependency
+# lock file (Terraform docs, "Initialize a working directory": "terraform init" creates .terraform and
+# .terraform.lock.hcl), apply the local backend's state (terraform.tfstate)
+if args[:1] == ["init"]:
+    os.makedirs(".terraform/providers", exist_ok=True)
+    with open(".terraform.lock.hcl", "w") as lock:
+        lock.write("# This file is maintained automatically by terraform init.\n")
 if os.environ.get("FAKE_TF_FAIL") and args[:1] in (["plan"], ["apply"]):
     token = os.environ.get("PROXMOX_VE_API_TOKEN", "")
     print("proxmox_virtual_environment_vm.control_plane: Refreshing state... token " + token)
@@ -51,6 +59,8 @@ elif args[:1] == ["show"]:
     print(json.dumps({"resource_changes": [{"address": "proxmox_virtual_environment_vm.gpu_worker[\"wk-gpu1\"]",
                                             "change": {"actions": ["create"], "before": None, "after": {}}}]}))
 elif args[:1] == ["apply"]:
+    with open("terraform.tfstate", "w") as state:
+        state.write('{"version": 4, "serial": 1}\n')
     print("Apply complete! Resources: 8 added, 0 changed, 0 destroyed.")
 elif args[:1] == ["output"]:
     print(json.dumps({"inventory_path": {"value": "/tmp/generated.yml"}}))
@@ -112,6 +122,38 @@ def test_check_mode_plans_only(setup):
     assert "SKIPPED provision" not in done.stdout
     assert "Planned (check mode, nothing changed)" in done.stdout
     assert "Wait until the VM answers over SSH" not in done.stdout
+
+
+def tree(path: Path) -> dict[str, tuple[int, bytes]]:
+    """Every file and directory under path: its mode and content (directories: b'')."""
+    return {str(p.relative_to(path)): (p.stat().st_mode, b"" if p.is_dir() else p.read_bytes())
+            for p in sorted(path.rglob("*"))}
+
+
+def test_check_mode_writes_nothing_under_the_inventory(setup, tmp_path):
+    """Issue 43: provision.yml --check changes nothing. It wrote the Terraform working directory
+    (.gpu-cluster/terraform/*.tf) beside the inventory, and terraform init wrote .terraform/ and the
+    lock file there. Before the first apply and after it: the inventory's tree is the same after --check,
+    and the plan still reads the state the apply left (it runs in a copy outside the inventory)."""
+    inventory = tmp_path / "inventory"
+    before = tree(inventory)
+    done, calls = setup("--check")
+    assert done.returncode == 0, done.stdout + done.stderr
+    assert "plan" in [c["argv"][0] for c in calls]
+    assert tree(inventory) == before, sorted(set(tree(inventory)) ^ set(before))
+    plans = [c for c in calls if c["argv"][0] in ("init", "plan")]
+    assert all(not c["cwd"].startswith(str(inventory)) for c in plans), plans
+    assert not any(Path(c["cwd"]).exists() for c in plans), "the scratch copy is removed"
+    done, calls = setup()  # apply: the state directory gets the module, the providers and the state
+    assert done.returncode == 0, done.stdout + done.stderr
+    state = inventory / ".gpu-cluster" / "terraform"
+    assert (state / "terraform.tfstate").exists() and (state / "main.tf").exists()
+    before = tree(inventory)
+    done, calls = setup("--check")
+    assert done.returncode == 0, done.stdout + done.stderr
+    assert tree(inventory) == before, sorted(set(tree(inventory)) ^ set(before))
+    plans = [c for c in calls if c["argv"][0] == "plan"]
+    assert plans and all(c["state"] for c in plans), "the plan reads the state the apply left"
 
 
 def test_apply_refreshes_and_waits_for_every_vm(setup):
