@@ -5,6 +5,7 @@
 
 phase_gate(reason, phase, lab, switched_off): {status, msg}; SKIPPED only in a lab or when switched off.
 command_failure(result, secrets, what): a failed module result as one message, secrets redacted.
+terraform_failure(result, secrets, directory, check_mode): a failed terraform run's message, naming its step.
 """
 
 from __future__ import (absolute_import, division, print_function)
@@ -15,10 +16,11 @@ from ansible_collections.cps.gpu_cluster.plugins.plugin_utils.filter_errors impo
 
 
 class FilterModule(object):
-    """phase_gate, command_failure."""
+    """phase_gate, command_failure, terraform_failure."""
 
     def filters(self):
         return {
             "phase_gate": wrap(phase.phase_gate, "phase_gate"),
             "command_failure": wrap(phase.command_failure, "command_failure"),
+            "terraform_failure": wrap(phase.terraform_failure, "terraform_failure"),
         }

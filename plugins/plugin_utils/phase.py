@@ -77,3 +77,41 @@ def command_failure(result, secrets, what="the command"):
     rc = result.get("rc")
     head = "%s failed%s" % (what, " (rc %s)" % rc if rc is not None else "")
     return redact(head + (": " + "\n".join(parts) if parts else ""), secrets)
+
+
+# What a user without registry access does when terraform init cannot download the providers (issue 43).
+# `terraform providers mirror` and `-plugin-dir` (gpu_cluster_terraform_plugin_paths): Terraform docs,
+# "Command: providers mirror" and "Command: init" (-plugin-dir); the CLI configuration's
+# provider_installation block: "CLI Configuration File", "Provider Installation".
+TERRAFORM_INIT_HINT = (
+    "terraform init downloads the providers terraform/proxmox/versions.tf pins (bpg/proxmox, hashicorp/local) "
+    "from registry.terraform.io. Without access to it: on a connected machine run `terraform providers mirror "
+    "<dir>` in the collection's terraform/proxmox, copy <dir> to this host and set "
+    "gpu_cluster_terraform_plugin_paths: [<dir>] (terraform init -plugin-dir), or give Terraform a "
+    "filesystem_mirror or network_mirror in the provider_installation block of its CLI configuration "
+    "(~/.terraformrc). A proxy: export HTTPS_PROXY before the run.")
+
+
+def terraform_step(result, check_mode=False):
+    """The step a failed community.general.terraform result comes from: ``init`` (the module's
+    ``terraform init``, which downloads the providers, fails with its command in ``cmd``), ``plan``
+    (``Terraform plan could not be created``, and every failure in check mode) or ``apply``."""
+    result = result if isinstance(result, dict) else {}
+    cmd = result.get("cmd")
+    words = [str(word) for word in cmd] if isinstance(cmd, (list, tuple)) else str(cmd or "").split()
+    if len(words) > 1 and words[1] == "init":
+        return "init"
+    if check_mode or str(result.get("msg") or "").startswith("Terraform plan"):
+        return "plan"
+    return "apply"
+
+
+def terraform_failure(result, secrets, directory, check_mode=False):
+    """The message of a failed terraform run: which step failed (``terraform init``, the provider download,
+    with what to do on an air-gapped host; ``terraform plan``; ``terraform apply``), where, and its own
+    error with the secrets redacted."""
+    step = terraform_step(result, check_mode)
+    if step == "init":
+        what = "terraform init (the provider download) in %s" % directory
+        return command_failure(result, secrets, what) + "\n" + TERRAFORM_INIT_HINT
+    return command_failure(result, secrets, "terraform %s in %s" % (step, directory))

@@ -39,7 +39,15 @@ if args[:1] == ["init"]:
     os.makedirs(".terraform/providers", exist_ok=True)
     with open(".terraform.lock.hcl", "w") as lock:
         lock.write("# This file is maintained automatically by terraform init.\n")
-if os.environ.get("FAKE_TF_FAIL") and args[:1] in (["plan"], ["apply"]):
+if os.environ.get("FAKE_TF_FAIL") == "init" and args[:1] == ["init"]:
+    # terraform init without access to the registry (its message, internal/getproviders)
+    sys.stderr.write("Error: Failed to query available provider packages\n\nCould not retrieve the list of available "
+                     "versions for provider bpg/proxmox: could not connect to registry.terraform.io: failed to request "
+                     "discovery document: Get \"https://registry.terraform.io/.well-known/terraform.json\": dial tcp: "
+                     "lookup registry.terraform.io: no such host\n")
+    sys.exit(1)
+failing = {"1": (["plan"], ["apply"]), "apply": (["apply"],)}.get(os.environ.get("FAKE_TF_FAIL", ""), ())
+if args[:1] in failing:
     token = os.environ.get("PROXMOX_VE_API_TOKEN", "")
     print("proxmox_virtual_environment_vm.control_plane: Refreshing state... token " + token)
     # as terraform does for a variable it cannot use: the value in the error
@@ -230,9 +238,28 @@ def test_terraform_failure_shows_its_error_without_the_token(setup, args):
     assert any(c["argv"][0] == "plan" for c in calls), calls
     assert "received an HTTP 401 response - Reason: authentication failure for token <redacted>" in out, out[-3000:]
     assert "Refreshing state... token <redacted>" in out
-    assert "terraform %s in " % ("plan" if "--check" in args else "apply") in out
+    # the stand-in fails at the plan, which community.general.terraform runs before an apply too
+    assert "terraform plan in " in out and "terraform apply in " not in out
     assert SECRET not in out, "the Proxmox API token secret leaked"
     assert "SKIPPED provision" not in out
+
+
+@pytest.mark.parametrize(("fail", "args", "step"), [("init", ("--check",), "terraform init (the provider download) in "),
+                                                    ("init", (), "terraform init (the provider download) in "),
+                                                    ("apply", (), "terraform apply in ")])
+def test_terraform_failure_names_the_step_that_failed(setup, fail, args, step):
+    """Issue 43: a failed provider download says it is terraform init and what to do without registry
+    access (a provider mirror, gpu_cluster_terraform_plugin_paths); a failed apply says apply."""
+    done, calls = setup(*args, environment={"FAKE_TF_FAIL": fail})
+    out = done.stdout + done.stderr
+    assert done.returncode != 0, out
+    assert step in out, out[-3000:]
+    if fail == "init":
+        assert "could not connect to registry.terraform.io" in out
+        assert "terraform providers mirror" in out and "gpu_cluster_terraform_plugin_paths" in out
+        assert "plan" not in [c["argv"][0] for c in calls]
+    else:
+        assert [c["argv"][0] for c in calls if c["argv"][0] in ("plan", "apply")] == ["plan", "apply"]
 
 
 def test_terraform_failure_redacts_a_secret_given_alone(setup):

@@ -70,3 +70,30 @@ def test_defaults_are_outside_a_lab_and_not_switched_off():
 def test_redact_turns_any_value_into_text():
     assert phase.redact(42, []) == "42"
     assert phase.redact(["s3cr3t-token"], ["s3cr3t-token"]) == "['<redacted>']"
+
+
+# The failed results as community.general.terraform returns them (plugins/modules/terraform.py):
+# init_plugins() runs `terraform init` with run_command(check_rc=True), whose failure is
+# fail_json(cmd=<the command line>, rc, stdout, stderr, msg=<stderr>) (ansible-core AnsibleModule.run_command);
+# build_plan() fails with msg "Terraform plan could not be created..."; the apply with msg=<stderr>, rc.
+INIT_FAILED = {"failed": True, "rc": 1, "cmd": "/usr/bin/terraform init -input=false -no-color",
+               "msg": "Error: Failed to query available provider packages", "stdout": "", "stderr": "Error: Failed to query"}
+PLAN_FAILED = {"failed": True, "msg": "Terraform plan could not be created\nSTDOUT: \nSTDERR: Error: 401\nCOMMAND: terraform plan"}
+APPLY_FAILED = {"failed": True, "rc": 1, "msg": "Error: creating VM", "stderr": "Error: creating VM",
+                "command": "/usr/bin/terraform apply -no-color -input=false -auto-approve /tmp/x.tfplan"}
+
+
+@pytest.mark.parametrize(("result", "check_mode", "step"), [
+    (INIT_FAILED, False, "init"), (INIT_FAILED, True, "init"), (dict(INIT_FAILED, cmd=["terraform", "init"]), False, "init"),
+    (PLAN_FAILED, False, "plan"), (PLAN_FAILED, True, "plan"), (APPLY_FAILED, False, "apply"), (None, True, "plan"),
+])
+def test_terraform_step(result, check_mode, step):
+    assert phase.terraform_step(result, check_mode) == step
+
+
+def test_terraform_failure_of_the_provider_download_says_what_to_do_offline():
+    message = phase.terraform_failure(INIT_FAILED, ["s3cr3t"], "/inv/.gpu-cluster/terraform", True)
+    assert message.startswith("terraform init (the provider download) in /inv/.gpu-cluster/terraform failed (rc 1): Error: Failed")
+    assert "terraform providers mirror" in message and "gpu_cluster_terraform_plugin_paths" in message
+    assert phase.terraform_failure(APPLY_FAILED, [], "/tf").startswith("terraform apply in /tf failed (rc 1): Error: creating VM")
+    assert phase.terraform_failure(PLAN_FAILED, [], "/tf").startswith("terraform plan in /tf failed: Terraform plan could not")
