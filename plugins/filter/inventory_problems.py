@@ -40,8 +40,11 @@ def role_specs(roles_dir=ROLES_DIR):
     return specs
 
 
-def _wanted(name, options=frozenset()):
-    return name in ("ansible_host", "ansible_connection") or name.startswith("gpu_cluster_") or name in options
+def _wanted(name, options=frozenset(), prefixes=()):
+    """What the checks read: ansible_host/connection, every gpu_cluster_* variable and role option, and
+    every other name of a role's prefix (refused as unknown: known_variables)."""
+    return name in ("ansible_host", "ansible_connection") or name.startswith("gpu_cluster_") or name in options \
+        or name.startswith(prefixes)
 
 
 def _plain(filter_name, groups, hostvars):
@@ -49,7 +52,9 @@ def _plain(filter_name, groups, hostvars):
     variable or ansible_host that cannot be templated (a role variable built from facts is the
     role's to check when it runs)."""
     options = frozenset(name for spec in role_specs().values() for name in spec)
-    plain_groups, plain_hostvars, failures = plain_inventory(filter_name, groups, hostvars, lambda name: _wanted(name, options))
+    prefixes = tuple("%s_" % role for role in role_specs())
+    plain_groups, plain_hostvars, failures = plain_inventory(filter_name, groups, hostvars,
+                                                             lambda name: _wanted(name, options, prefixes))
     problems = []
     for name, (reason, on) in failures.items():
         if not (name.startswith("gpu_cluster_") or name == "ansible_host"):

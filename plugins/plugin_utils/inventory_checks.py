@@ -35,7 +35,7 @@ from ansible_collections.cps.gpu_cluster.plugins.plugin_utils.versions import fi
 from ansible_collections.cps.gpu_cluster.plugins.plugin_utils.versions import inventory_version_warnings
 from ansible_collections.cps.gpu_cluster.plugins.plugin_utils.cluster_workloads import schedule_problems
 from ansible_collections.cps.gpu_cluster.plugins.plugin_utils.k3s import refused_node_labels
-from ansible_collections.cps.gpu_cluster.plugins.plugin_utils import backups, cluster_logs, input_checks, node_vars
+from ansible_collections.cps.gpu_cluster.plugins.plugin_utils import backups, cluster_logs, input_checks, known_variables, node_vars
 from ansible_collections.cps.gpu_cluster.plugins.plugin_utils.forms import (
     DNS_LABEL as DNS_LABEL_RE, DNS_NAME as DNS_NAME_RE, GO_DURATION as DURATION_RE, LABEL_NAME as LABEL_NAME_RE, LABEL_VALUE as LABEL_VALUE_RE)
 
@@ -1088,6 +1088,18 @@ def _check_role_variables(hostvars, hosts, role_specs):
     return problems
 
 
+def _check_unknown_variables(index, role_specs):
+    """Variables of the collection's prefixes that it does not read (known_variables): a misspelt or
+    renamed setting is refused, naming the closest known one, instead of being silently ignored."""
+    roles = role_specs if isinstance(role_specs, dict) else {}
+    names = {}
+    for name, entries in index.items():
+        if known_variables.owner(name, roles) is None:
+            continue
+        names[name] = [host for _value, hosts in entries.values() for host in hosts]
+    return known_variables.unknown_variable_problems(names, roles, _where)
+
+
 def _guarded(check, *args):
     """Run one check; an unexpected exception becomes a message (preflight never shows a traceback)."""
     try:
@@ -1150,6 +1162,7 @@ def inventory_problems(groups, hostvars, role_specs=None, schedule=True):
     problems.extend(_guarded(input_checks.node_name_problems, _cluster_hosts(groups), hostvars))
     problems.extend(_guarded(input_checks.pci_model_problems, _group(groups, PROXMOX_HOSTS), _group(groups, "gpu_workers"), hostvars))
     problems.extend(_guarded(_check_role_variables, hostvars, everyone, role_specs))
+    problems.extend(_guarded(_check_unknown_variables, index, role_specs))
     try:
         proxmox_problems, devices = _check_proxmox_hosts(groups, hostvars)
     except Exception as exc:  # pylint: disable=broad-except

@@ -142,7 +142,7 @@ def test_whole_gpu_profile_must_be_the_cards_own_name(model, profile, exists):
     if exists:
         assert problems == []
     else:
-        assert problems and "MIG profile %s does not exist on this GPU" % profile in problems[0], problems
+        assert problems and f"MIG profile {profile} does not exist on this GPU" in problems[0], problems
 
 
 def test_whole_gpu_profiles_come_from_the_operators_configs():
