@@ -31,7 +31,7 @@ import re
 from ansible_collections.cps.gpu_cluster.plugins.plugin_utils import cluster_model
 from ansible_collections.cps.gpu_cluster.plugins.plugin_utils.forms import DNS_LABEL
 
-VERSION = re.compile(r"^v?(\d+)\.(\d+)(?:\.(\d+))?")
+VERSION = re.compile(r"^v?(\d+)\.(\d+)(?:\.(\d+))?", re.ASCII)  # \d: 0-9 only, as Go's
 
 # Pod Security admission labels for a namespace whose pods need privileged/hostPID.
 PRIVILEGED_NAMESPACE_LABELS = {

@@ -26,7 +26,14 @@ from ansible.module_utils.six.moves.urllib.parse import urlsplit
 from ansible_collections.cps.gpu_cluster.plugins.plugin_utils import node_vars
 from ansible_collections.cps.gpu_cluster.plugins.plugin_utils.gpu_pools import MODEL_DEVICE_IDS
 
-CONTROL_RE = re.compile(r"[\x00-\x1f\x7f]")
+# Every Unicode control, format and line/paragraph separator character (general categories Cc, Cf, Zl,
+# Zp; Unicode 15.1): the C0 and C1 controls (U+0085 NEL included), U+2028/U+2029, zero-width and bidi
+# characters, the BOM. A YAML or JSON reader, a shell or a log takes some of them for a line break, others
+# hide what a value really holds (issue 43). tests/unit/plugins/plugin_utils/test_input_checks.py compares
+# the class with Python's Unicode database.
+CONTROL_RE = re.compile("[\x00-\x1f\x7f-\x9f\xad\u0600-\u0605\u061c\u06dd\u070f\u0890-\u0891\u08e2\u180e"
+                        "\u200b-\u200f\u2028-\u202e\u2060-\u2064\u2066-\u206f\ufeff\ufff9-\ufffb\U000110bd\U000110cd"
+                        "\U00013430-\U0001343f\U0001bca0-\U0001bca3\U0001d173-\U0001d17a\U000e0001\U000e0020-\U000e007f]")
 # Variables whose value is PEM text: lines are their form (a trailing newline included).
 MULTILINE_RE = re.compile(r".*(_private_key|_tls_certificate|_tls_key)\Z")
 # Variables whose value is not shown in a message.

@@ -16,7 +16,7 @@ import yaml
 
 from ansible_collections.cps.gpu_cluster.plugins.plugin_utils import k3s_hardening
 
-_VERSION = re.compile(r"^v?(\d+)\.(\d+)\.(\d+)(?:-rc(\d+))?\+k3s(\d+)\Z")
+_VERSION = re.compile(r"^v?(\d+)\.(\d+)\.(\d+)(?:-rc(\d+))?\+k3s(\d+)\Z", re.ASCII)  # \d: 0-9 only, as Go's
 
 
 def parse_version(version):

@@ -29,6 +29,18 @@ URL_CHARS_RE = re.compile(r"[A-Za-z0-9._~:/?\[\]@!&'()*+,;=%-]+")
 HOST_PORT_RE = re.compile(r"[A-Za-z0-9]([-A-Za-z0-9.]*[A-Za-z0-9])?(:[0-9]{1,5})?")
 NO_PROXY_ENTRY_RE = re.compile(r"[A-Za-z0-9.*:/\[\]_-]+")
 S3_BUCKET_RE = re.compile(r"[a-z0-9][a-z0-9.-]{1,61}[a-z0-9]")
+IPV4_SHAPED_RE = re.compile(r"[0-9]+(\.[0-9]+){3}")
+
+
+def s3_bucket_ok(name):
+    """Whether ``name`` is a bucket name S3 and MinIO accept (AWS S3 user guide, "General purpose bucket
+    naming rules": 3-63 of a-z, 0-9, '.', '-', beginning and ending with a letter or number, no two
+    adjacent periods, not formatted as an IP address, no ``xn--`` prefix, no ``-s3alias`` or ``--ol-s3``
+    suffix; minio-go ``s3utils.CheckValidBucketNameStrict`` refuses the same adjacent periods and IP form)."""
+    return bool(_full(S3_BUCKET_RE, name)) and ".." not in name and not IPV4_SHAPED_RE.fullmatch(name) \
+        and not name.startswith(("xn--", "sthree-")) and not name.endswith(("-s3alias", "--ol-s3"))
+
+
 S3_FOLDER_RE = re.compile(r"[A-Za-z0-9!_.*'()/-]+")
 S3_REGION_RE = re.compile(r"[a-z0-9-]{1,32}")
 S3_CREDENTIAL_RE = re.compile(r"[^\s\x00-\x1f\x7f]+")
@@ -243,8 +255,9 @@ def etcd_s3_problems(value):
     problems = _unknown("k3s_node_etcd_s3", value, tuple(ETCD_S3_KEYS))
     if "bucket" not in value:
         problems.append("k3s_node_etcd_s3: bucket is not set; name the bucket the snapshots go to")
-    elif not _full(S3_BUCKET_RE, value["bucket"]):
-        problems.append("k3s_node_etcd_s3.bucket is %r; use an S3 bucket name (3-63 of a-z, 0-9, '.', '-')" % (value["bucket"],))
+    elif not s3_bucket_ok(value["bucket"]):
+        problems.append("k3s_node_etcd_s3.bucket is %r; use an S3 bucket name (3-63 of a-z, 0-9, '.', '-', starting and "
+                        "ending with a letter or digit, no two adjacent dots, not shaped like an IP address)" % (value["bucket"],))
     if "endpoint" in value and not _full(HOST_PORT_RE, value["endpoint"]):
         problems.append("k3s_node_etcd_s3.endpoint is %r; use host[:port] without a scheme (like minio.lan:9000; "
                         "insecure: true for plain http)" % (value["endpoint"],))

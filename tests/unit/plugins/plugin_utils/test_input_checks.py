@@ -174,6 +174,15 @@ CASES = [
      "gpu_cluster_fleet_repo carries credentials in the URL"),
     ("an invalid Git ref", _everywhere("gpu_cluster_fleet_branch", "main..next"),
      "gpu_cluster_fleet_branch is 'main..next', not a valid Git branch name"),
+    # issue 43: Unicode's other line breaks and invisible characters, in names, passwords and e-mail addresses
+    ("a model name with U+0085 (NEL)", _model(name="qwen\u0085"),
+     "gpu_cluster_llm_models[0].name is 'qwen\\x85', with a newline or another control character"),
+    ("a Rancher hostname with U+2028 (line separator)", _everywhere("gpu_cluster_rancher_hostname", "rancher.lan\u2028"),
+     "gpu_cluster_rancher_hostname is 'rancher.lan\\u2028', with a newline"),
+    ("an e-mail address with a zero-width space", _on("cp1", gpu_cluster_rancher_letsencrypt_email="ops\u200b@lab.example"),
+     "gpu_cluster_rancher_letsencrypt_email is 'ops\\u200b@lab.example', with a newline"),
+    ("a vaulted password with U+2029 (paragraph separator)", _everywhere("gpu_cluster_rancher_bootstrap_password", "s3cret-bootstrap\u2029"),
+     "gpu_cluster_rancher_bootstrap_password holds a newline or another control character (the value is a secret"),
     ("a model in kube-system", _model(namespace="kube-system"),
      "model qwen is served from namespace kube-system, which belongs to Kubernetes itself"),
     ("a model on JupyterHub's host", _model(ingress_host="jupyter.127.0.0.1.nip.io"),
@@ -190,6 +199,26 @@ def test_the_homelab_with_one_bad_value_is_refused(homelab, change, message):
     problems = inventory_checks.inventory_problems(groups, hostvars)
     assert any(message in problem for problem in problems), problems
     assert "s3cret-bootstrap" not in " ".join(problems) and "ghp_secret" not in " ".join(problems)
+
+
+def test_control_class_is_unicodes_control_format_and_separator_characters():
+    """CONTROL_RE against Python's Unicode database: it matches every character of the general categories
+    Cc, Cf, Zl and Zp, and nothing assigned to another category (a newer Unicode may have assigned a few
+    more format characters than this Python knows: unassigned there, Cn)."""
+    import sys
+    import unicodedata
+    wanted = ("Cc", "Cf", "Zl", "Zp")
+    missed, extra = [], []
+    for code in range(sys.maxunicode + 1):
+        char = chr(code)
+        category = unicodedata.category(char)
+        matched = ic.CONTROL_RE.match(char) is not None
+        if category in wanted and not matched:
+            missed.append(hex(code))
+        elif matched and category not in (*wanted, "Cn"):
+            extra.append(hex(code))
+    assert not missed and not extra, (missed[:10], extra[:10])
+    assert ic.CONTROL_RE.search("é ü 日本 ok") is None
 
 
 def test_unique_keeps_the_first_of_each_in_order():

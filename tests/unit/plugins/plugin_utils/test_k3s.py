@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 from ansible_collections.cps.gpu_cluster.plugins.module_utils import k3s_token
-from ansible_collections.cps.gpu_cluster.plugins.plugin_utils import k3s
+from ansible_collections.cps.gpu_cluster.plugins.plugin_utils import components, k3s
 
 
 def test_generated_tokens_are_random_and_safe():
@@ -555,3 +555,21 @@ def test_the_uninstall_guard_checks_the_local_storage_path_the_node_uses():
     # outside the removed trees nothing is deleted: the guard stays as it was
     assert k3s.local_storage_dirs(["default-local-storage-path: /srv/volumes\n"], default, trees) == default
     assert k3s.local_storage_dirs(["", "not: [yaml", "server: https://x:6443\n"], default, trees) == default
+
+
+# Issue 43: Python's \d matches every script's decimal digits and int() reads them ("v1.3٦.4" became 1.36.4);
+# k3s and Kubernetes parse versions with Go's regexp, where \d is 0-9 only (regexp/syntax: "\d digits
+# (== [0-9])"), and the release tags are ASCII.
+@pytest.mark.parametrize(("version", "in_major"), [("v1.3\u0666.4+k3s1", False), ("v\u0661.36.4+k3s1", True),
+                                                 ("v1.36.\uff14+k3s1", False), ("v1.36.4+k3s\u0967", False)])
+def test_a_version_with_other_scripts_digits_is_not_a_k3s_version(version, in_major):
+    with pytest.raises(ValueError):
+        k3s.parse_version(version)
+    if in_major:  # components.parse_version reads a leading major.minor (a prefix): a foreign digit in the major
+        with pytest.raises(ValueError):
+            components.parse_version(version)
+
+
+def test_ascii_versions_still_parse():
+    assert k3s.parse_version("v1.36.4+k3s1") == (1, 36, 4, 10 ** 6, 1)
+    assert components.parse_version("v26.7.0") == (26, 7, 0)

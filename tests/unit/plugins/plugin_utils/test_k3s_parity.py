@@ -356,3 +356,17 @@ def test_a_reset_limited_to_servers_follows_remove_nodes_quorum_rule():
     assert kp.reset_limit_problem([*servers, "wk1"], servers) == ""  # the whole cluster
     assert kp.reset_limit_problem(["wk1"], servers) == ""  # agents only
     assert kp.reset_limit_problem(["cp5"], [*servers, "cp4", "cp5"]) == ""  # four remain
+
+
+# Issue 43: S3 bucket names as S3 and MinIO take them (AWS S3 user guide, "General purpose bucket naming
+# rules"; minio-go pkg/s3utils CheckValidBucketNameStrict): no two adjacent periods, not shaped like an
+# IP address, no xn-- prefix or -s3alias suffix; dots elsewhere are fine.
+@pytest.mark.parametrize(("bucket", "accepted"), [
+    ("k3s-etcd", True), ("my.bucket.name", True), ("a1b", True), ("docexamplebucket1", True),
+    ("my..bucket", False), ("192.168.5.4", False), ("10.0.0.1", False), ("xn--bucket", False),
+    ("bucket-s3alias", False), ("ab", False), ("-bucket", False), ("bucket.", False), ("a" * 64, False),
+])
+def test_s3_bucket_names(bucket, accepted):
+    assert kp.s3_bucket_ok(bucket) is accepted
+    problems = kp.etcd_s3_problems(dict(S3, bucket=bucket))
+    assert any("use an S3 bucket name" in p for p in problems) is not accepted, problems
