@@ -6,6 +6,8 @@ pasted with a newline)."""
 from __future__ import annotations
 
 import copy
+import sys
+import unicodedata
 
 import pytest
 from ansible_collections.cps.gpu_cluster.plugins.plugin_utils import input_checks as ic
@@ -205,8 +207,6 @@ def test_control_class_is_unicodes_control_format_and_separator_characters():
     """CONTROL_RE against Python's Unicode database: it matches every character of the general categories
     Cc, Cf, Zl and Zp, and nothing assigned to another category (a newer Unicode may have assigned a few
     more format characters than this Python knows: unassigned there, Cn)."""
-    import sys
-    import unicodedata
     wanted = ("Cc", "Cf", "Zl", "Zp")
     missed, extra = [], []
     for code in range(sys.maxunicode + 1):
