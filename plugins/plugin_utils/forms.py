@@ -26,6 +26,15 @@ LABEL_VALUE = re.compile(r"^((?=.{1,63}\Z)[A-Za-z0-9]([-A-Za-z0-9_.]*[A-Za-z0-9]
 LABEL_KEY = re.compile(r"^(([a-z0-9]([-a-z0-9.]{0,251}[a-z0-9])?)/)?(?=[^/]{1,63}\Z)[A-Za-z0-9]([-A-Za-z0-9_.]*[A-Za-z0-9])?\Z")
 # Go's time.ParseDuration (kubelet, Fleet, Velero flags): one or more <number><unit>.
 GO_DURATION = re.compile(r"^([0-9]+(\.[0-9]+)?(ns|us|ms|s|m|h))+\Z")
+GO_DURATION_PART = re.compile(r"([0-9]+(?:\.[0-9]+)?)(ns|us|ms|s|m|h)")
+GO_DURATION_UNITS = {"ns": 1e-9, "us": 1e-6, "ms": 1e-3, "s": 1.0, "m": 60.0, "h": 3600.0}
+
+
+def go_duration_seconds(value):
+    """Seconds of a Go duration that GO_DURATION accepts (``1h30m`` -> 5400.0); None for anything else."""
+    if not isinstance(value, str) or not GO_DURATION.match(value):
+        return None
+    return sum(float(number) * GO_DURATION_UNITS[unit] for number, unit in GO_DURATION_PART.findall(value))
 # A Kubernetes quantity (k8s.io/apimachinery/pkg/api/resource ParseQuantity), unsigned: requests,
 # limits and volume sizes are never negative. Groups: the number and the suffix (binary SI, decimal
 # SI or a decimal exponent).

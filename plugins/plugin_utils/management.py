@@ -29,7 +29,7 @@ import re
 
 from ansible_collections.cps.gpu_cluster.plugins.plugin_utils import input_checks
 from ansible_collections.cps.gpu_cluster.plugins.plugin_utils.forms import (
-    DNS_LABEL, DNS_NAME, GO_DURATION as DURATION)
+    DNS_LABEL, DNS_NAME, GO_DURATION as DURATION, go_duration_seconds)
 
 BUNDLE_LABEL = "gpu-cluster.cps/bundle"
 CLUSTER_LABEL = "gpu-cluster.cps/cluster"
@@ -210,6 +210,11 @@ def gitrepo_problems(repo, branch, cluster, polling_interval="60s", name="cluste
     if not isinstance(polling_interval, str) or not DURATION.match(polling_interval):
         problems.append("gpu_cluster_fleet_polling_interval %r must be a duration such as 60s or 5m"
                         % (polling_interval,))
+    elif not go_duration_seconds(polling_interval):
+        # Fleet reads a zero interval as "not set" and polls every 15 s (fleet's gitjob controller,
+        # getPollingIntervalDuration: PollingInterval.Duration == 0 -> defaultPollingSyncInterval)
+        problems.append("gpu_cluster_fleet_polling_interval %r is zero, which Fleet takes for its default of 15s; "
+                        "give how often Fleet polls the repository, such as 60s or 5m" % (polling_interval,))
     if not isinstance(name, str) or not DNS_LABEL.match(name):
         problems.append("gpu_cluster_fleet_gitrepo_name %r must be a DNS label" % (name,))
     return problems
@@ -547,10 +552,19 @@ INVENTORY_DEFAULTS = {"mode": "rancher", "tls_source": "rancher", "gitrepo_branc
                       "gitrepo_name": "cluster-maintenance", "polling_interval": "60s"}
 
 
+# Settings preflight judges by presence only (a vaulted value is never read into a message).
+INVENTORY_PRESENCE = {
+    "git_ssh_key_set": ("gpu_cluster_fleet_git_ssh_private_key",),
+    "git_basic_auth_set": ("gpu_cluster_fleet_git_username", "gpu_cluster_fleet_git_password"),
+}
+
+
 def management_inventory_problems(groups, hostvars):
-    """Preflight of the whole inventory: the management settings' shape (no vaulted value is read)."""
+    """Preflight of the whole inventory: the management settings' shape (no vaulted value is read into
+    a message; the Git credentials count as set or not, issue 43: an SSH key and a password both)."""
     hosts = list((groups or {}).get("all") or []) or sorted(hostvars or {})
-    wanted = frozenset(INVENTORY_SETTINGS.values())
+    present = frozenset(name for names in INVENTORY_PRESENCE.values() for name in names)
+    wanted = frozenset(INVENTORY_SETTINGS.values()) | present
     found = {}
     for host in hosts:  # one pass, each setting from the first host that sets it
         variables = (hostvars or {}).get(host) or {}
@@ -562,6 +576,8 @@ def management_inventory_problems(groups, hostvars):
     for key, name in INVENTORY_SETTINGS.items():
         if name in found:
             settings[key] = found[name]
+    for key, names in INVENTORY_PRESENCE.items():
+        settings[key] = any(found.get(name) not in (None, "") for name in names)
     return management_problems(settings, secrets_needed=False)
 
 

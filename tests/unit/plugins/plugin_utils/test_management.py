@@ -326,3 +326,26 @@ def test_mask_secrets():
     assert masked["cluster-init"] is True
     for secret in ("abc", "s3cr3t", "AKIA", "zz"):
         assert secret not in repr(masked)
+
+
+# Issue 43: Fleet reads a zero polling interval as not set and polls every 15 s (rancher/fleet, the gitjob
+# controller's getPollingIntervalDuration: Duration == 0 -> defaultPollingSyncInterval = 15 * time.Second).
+@pytest.mark.parametrize(("interval", "zero"), [("0s", True), ("0m0s", True), ("0.0h", True), ("60s", False),
+                                               ("1m30s", False), ("500ms", False)])
+def test_gitrepo_polling_interval_of_zero_is_refused(interval, zero):
+    problems = m.gitrepo_problems("https://x/y.git", "main", "c", polling_interval=interval)
+    assert any("is zero, which Fleet takes for its default of 15s" in p for p in problems) is zero, problems
+
+
+def test_preflight_refuses_an_ssh_key_and_a_password_for_fleet_without_showing_them():
+    """Issue 43: both credentials for the Fleet repository (the GitRepo takes one clientSecretName, of one
+    type: kubernetes.io/ssh-auth or kubernetes.io/basic-auth) are refused by preflight, not only by the phase."""
+    both = {"gpu_cluster_management_enabled": True, "gpu_cluster_management_mode": "fleet", "gpu_cluster_name": "homelab",
+            "gpu_cluster_fleet_repo": "ssh://git@git.lan/ops.git",
+            "gpu_cluster_fleet_git_ssh_private_key": "-----BEGIN OPENSSH PRIVATE KEY-----\nk3y\n-----END OPENSSH PRIVATE KEY-----\n",
+            "gpu_cluster_fleet_git_password": "pa55word"}
+    problems = m.management_inventory_problems({"all": ["cp1"]}, {"cp1": both})
+    assert any("not both" in p for p in problems), problems
+    assert "pa55word" not in " ".join(problems) and "k3y" not in " ".join(problems)
+    one = {k: v for k, v in both.items() if k != "gpu_cluster_fleet_git_password"}
+    assert m.management_inventory_problems({"all": ["cp1"]}, {"cp1": one}) == []
