@@ -30,10 +30,11 @@ from ansible_collections.cps.gpu_cluster.plugins.plugin_utils.jupyterhub import 
 from ansible_collections.cps.gpu_cluster.plugins.plugin_utils.gpu_driver import driver_problems
 from ansible_collections.cps.gpu_cluster.plugins.plugin_utils.k3s_parity import inventory_problems as k3s_parity_problems
 from ansible_collections.cps.gpu_cluster.plugins.module_utils.numa import numa_problems
+from ansible_collections.cps.gpu_cluster.plugins.plugin_utils.management import INVENTORY_SETTINGS as MANAGEMENT_SETTINGS
 from ansible_collections.cps.gpu_cluster.plugins.plugin_utils.management import management_inventory_problems
 from ansible_collections.cps.gpu_cluster.plugins.plugin_utils.versions import file_problems as versions_file_problems
 from ansible_collections.cps.gpu_cluster.plugins.plugin_utils.versions import inventory_version_warnings
-from ansible_collections.cps.gpu_cluster.plugins.plugin_utils.cluster_workloads import schedule_problems
+from ansible_collections.cps.gpu_cluster.plugins.plugin_utils.cluster_workloads import VALUES as WORKLOAD_VALUES, schedule_problems
 from ansible_collections.cps.gpu_cluster.plugins.plugin_utils.k3s import refused_node_labels
 from ansible_collections.cps.gpu_cluster.plugins.plugin_utils import backups, cluster_logs, input_checks, known_variables, node_vars
 from ansible_collections.cps.gpu_cluster.plugins.plugin_utils.forms import (
@@ -1088,6 +1089,35 @@ def _check_role_variables(hostvars, hosts, role_specs):
     return problems
 
 
+# Cluster-wide settings the features read from the first host that sets them (backups, cluster_logs,
+# gpu_driver, cluster_workloads, management, jupyterhub, vllm): every host that sets one must set the same
+# value, or the other hosts' values (bad ones included) would never be judged (issue 43). CLUSTER_VARIABLES
+# are compared over k3s_cluster by _cluster_values.
+CLUSTER_WIDE_SETTINGS = frozenset((*backups.VARIABLES, *cluster_logs.VARIABLES, *WORKLOAD_VALUES,
+                                   *MANAGEMENT_SETTINGS.values()))
+CLUSTER_WIDE_PREFIXES = ("gpu_cluster_backup_", "gpu_cluster_logs_", "gpu_cluster_gpu_driver_", "gpu_cluster_jupyterhub_",
+                         "gpu_cluster_llm_", "gpu_cluster_monitoring_", "gpu_cluster_management_", "gpu_cluster_rancher_",
+                         "gpu_cluster_fleet_")
+
+
+def _check_cluster_wide_agree(distinct):
+    """A cluster-wide setting (CLUSTER_WIDE_SETTINGS, CLUSTER_WIDE_PREFIXES) with different values on
+    different hosts, naming the hosts of each value; a secret's values are not shown. ``distinct``:
+    {name: [(value, [host, ...]), ...]}, one entry per distinct value (:func:`_distinct`)."""
+    problems = []
+    for name in sorted(n for n in distinct if _is_str(n)):
+        if name in CLUSTER_VARIABLES or not (name in CLUSTER_WIDE_SETTINGS or name.startswith(CLUSTER_WIDE_PREFIXES)):
+            continue
+        seen = distinct[name]
+        if len(seen) < 2:
+            continue
+        secret = any(input_checks.is_secret(name, value) for value, _on in seen)
+        detail = "; ".join(("one value on %s" if secret else repr(value) + " on %s") % _where(on) for value, on in seen)
+        problems.append("%s differs between hosts (%s)%s; it is one setting for the whole cluster: set it once, in "
+                        "group_vars/all" % (name, detail, " (a secret: the values are not shown)" if secret else ""))
+    return problems
+
+
 def _check_unknown_variables(index, role_specs):
     """Variables of the collection's prefixes that it does not read (known_variables): a misspelt or
     renamed setting is refused, naming the closest known one, instead of being silently ignored."""
@@ -1158,6 +1188,7 @@ def inventory_problems(groups, hostvars, role_specs=None, schedule=True):
     values = dict((name, _distinct(index, name) if name.startswith("gpu_cluster_") or name in role_names
                    else list(entries.values())) for name, entries in index.items())
     problems.extend(_guarded(input_checks.text_problems, values, role_names))
+    problems.extend(_guarded(_check_cluster_wide_agree, values))
     problems.extend(_guarded(input_checks.switch_problems, values, _BOOLEANS))
     problems.extend(_guarded(input_checks.node_name_problems, _cluster_hosts(groups), hostvars))
     problems.extend(_guarded(input_checks.pci_model_problems, _group(groups, PROXMOX_HOSTS), _group(groups, "gpu_workers"), hostvars))

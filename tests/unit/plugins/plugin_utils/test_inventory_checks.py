@@ -879,3 +879,38 @@ def test_role_labels_through_the_api_are_accepted_and_in_the_model():
     assert nodes["wk-gpu1"]["labels"]["node-role.kubernetes.io/ml"] == "true"
     assert nodes["wk-gpu2"]["labels"]["node-role.kubernetes.io/gpu"] == "true"  # the default
     assert "node-role.kubernetes.io/gpu" not in nodes["cp1"]["labels"]
+
+
+# Issue 43: a cluster-wide setting was read from the first host that sets it; another host's value, bad or
+# not, was never judged. Every host that sets one must set the same value (each host its own copy).
+@pytest.mark.parametrize(("name", "first", "other"), [
+    ("gpu_cluster_backup_schedule", "0 3 * * *", "0 3 * * 7"),
+    ("gpu_cluster_backup_ttl", "720h", "-1h"),
+    ("gpu_cluster_logs_retention", "168h", "7d"),
+    ("gpu_cluster_gpu_driver_version", "595.91.07", "550"),
+])
+def test_a_cluster_wide_setting_that_differs_between_hosts_is_refused(name, first, other):
+    def change(groups, hostvars):
+        for host in hostvars:
+            hostvars[host][name] = first
+        hostvars["wk-gpu3"][name] = other
+        hostvars["wk-gpu4"][name] = other
+    message = one(problems_after(change), f"{name} differs between hosts")
+    assert f"{other!r} on wk-gpu3 (and 1 other host(s))" in message and f"{first!r} on pve1 (and 5 other host(s))" in message
+
+
+def test_a_secret_that_differs_between_hosts_is_not_shown():
+    def change(groups, hostvars):
+        for host in hostvars:
+            hostvars[host]["gpu_cluster_jupyterhub_admin_password"] = "first-s3cret-value"
+        hostvars["cp2"]["gpu_cluster_jupyterhub_admin_password"] = "other-s3cret-value"
+    problems = problems_after(change)
+    message = one(problems, "gpu_cluster_jupyterhub_admin_password differs between hosts")
+    assert "s3cret" not in " ".join(problems) and "one value on cp2" in message
+
+
+def test_the_same_value_in_each_hosts_own_copy_is_no_difference():
+    def change(groups, hostvars):
+        for host in hostvars:  # equal values, different objects, as Ansible templates them per host
+            hostvars[host]["gpu_cluster_backup_namespaces"] = ["jupyterhub", "llm"]
+    assert not [p for p in problems_after(change) if "differs between hosts" in p]
