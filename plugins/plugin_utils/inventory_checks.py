@@ -33,7 +33,7 @@ from ansible_collections.cps.gpu_cluster.plugins.module_utils.numa import numa_p
 from ansible_collections.cps.gpu_cluster.plugins.plugin_utils.management import INVENTORY_SETTINGS as MANAGEMENT_SETTINGS
 from ansible_collections.cps.gpu_cluster.plugins.plugin_utils.management import management_inventory_problems
 from ansible_collections.cps.gpu_cluster.plugins.plugin_utils.versions import file_problems as versions_file_problems
-from ansible_collections.cps.gpu_cluster.plugins.plugin_utils.versions import inventory_version_warnings
+from ansible_collections.cps.gpu_cluster.plugins.plugin_utils.versions import safe_pinned, inventory_version_warnings
 from ansible_collections.cps.gpu_cluster.plugins.plugin_utils.cluster_workloads import VALUES as WORKLOAD_VALUES, schedule_problems
 from ansible_collections.cps.gpu_cluster.plugins.plugin_utils.k3s import refused_node_labels
 from ansible_collections.cps.gpu_cluster.plugins.plugin_utils import backups, cluster_logs, input_checks, known_variables, node_vars
@@ -506,14 +506,23 @@ def _check_gpu_operator_version(where, name, value):
     return []
 
 
+def _k3s_pin():
+    """The k3s release versions.yml pins, for a suggestion (issue 43: the pin, not an old example)."""
+    pin = safe_pinned("k3s_version")
+    return pin if parse_k3s_version(pin) else "vMAJOR.MINOR.PATCH+k3sN"
+
+
 def _check_k3s_version(where, name, value):
     if _is_str(value) and value.strip().lower() in UNPINNED:
-        return ["%s: %s is %r, a channel, not a release; pin a K3s release like v1.33.5+k3s1" % (where, name, value)]
+        return ["%s: %s is %r, a channel, not a release; pin a K3s release like %s (the version versions.yml pins)"
+                % (where, name, value, _k3s_pin())]
     parsed = parse_k3s_version(value)
     if parsed is None:
-        return ["%s: %s is %r; pin a K3s release tag like v1.33.5+k3s1 (vMAJOR.MINOR.PATCH+k3sN, no leading zeros)" % (where, name, value)]
+        return ["%s: %s is %r; pin a K3s release tag like %s, the version versions.yml pins (vMAJOR.MINOR.PATCH+k3sN, "
+                "no leading zeros)" % (where, name, value, _k3s_pin())]
     if parsed[:3] < K3S_MIN_VERSION:
-        return ["%s: %s is %s, older than the oldest supported v%d.%d.%d; pin v%d.%d.%d+k3s1 or newer" % ((where, name, value) + K3S_MIN_VERSION * 2)]
+        return ["%s: %s is %s, older than the oldest supported v%d.%d.%d; pin %s (the version versions.yml pins) or "
+                "at least v%d.%d.%d+k3s1" % (where, name, value, *K3S_MIN_VERSION, _k3s_pin(), *K3S_MIN_VERSION)]
     return []
 
 

@@ -206,10 +206,10 @@ def inventory_version_warnings(groups, hostvars):
         return []
     return ["gpu_cluster_k3s_version is %s; the roles are made for %s (versions.yml pins %s; the suite runs a "
             "stand-in k3s, no real one): plan an upgrade (docs/k3s.md, Upgrade) or expect untried behaviour" % (
-                value, ", ".join("v%d.%d" % m for m in K3S_SUPPORTED_MINORS), _safe_pinned("k3s_version"))]
+                value, ", ".join("v%d.%d" % m for m in K3S_SUPPORTED_MINORS), safe_pinned("k3s_version"))]
 
 
-def _safe_pinned(key):
+def safe_pinned(key):
     try:
         return pinned(key)
     except (IOError, OSError, ValueError):

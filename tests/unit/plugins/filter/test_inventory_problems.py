@@ -5,8 +5,10 @@ problems naming the host and variable, and refuse inputs that are not mappings."
 from __future__ import annotations
 
 from collections.abc import Mapping
+from pathlib import Path
 
 import pytest
+import yaml
 from ansible.errors import AnsibleError, AnsibleFilterError
 from ansible_collections.cps.gpu_cluster.plugins.filter.inventory_problems import FilterModule, inventory_problems, inventory_warnings, role_specs
 from jinja2 import Undefined
@@ -85,7 +87,9 @@ def test_warnings_filter_is_registered_and_reads_ansible_host():
 
 def test_problems_come_through():
     problems = inventory_problems(GROUPS, {"cp1": LazyHostVars(dict(CP1, gpu_cluster_k3s_version="latest"))})
-    assert problems == ["k3s_cluster: gpu_cluster_k3s_version is 'latest', a channel, not a release; pin a K3s release like v1.33.5+k3s1"]
+    pin = yaml.safe_load((Path(__file__).resolve().parents[4] / "versions.yml").read_text())["k3s_version"]
+    assert problems == ["k3s_cluster: gpu_cluster_k3s_version is 'latest', a channel, not a release; pin a K3s release like "
+                        f"{pin} (the version versions.yml pins)"]
 
 
 @pytest.mark.parametrize("groups,hostvars,needle", [

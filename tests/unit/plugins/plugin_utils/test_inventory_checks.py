@@ -230,7 +230,7 @@ def test_group_overlaps_are_refused():
     ("gpu_cluster_lab", "yes", "gpu_cluster_lab is 'yes'; use true or false"),
     ("gpu_cluster_k3s_version", "latest", "gpu_cluster_k3s_version is 'latest', a channel, not a release"),
     ("gpu_cluster_k3s_version", "Stable", "gpu_cluster_k3s_version is 'Stable', a channel"),
-    ("gpu_cluster_k3s_version", "v1.33.5", "pin a K3s release tag like v1.33.5+k3s1"),
+    ("gpu_cluster_k3s_version", "v1.33.5", "pin a K3s release tag like "),
     ("gpu_cluster_k3s_version", "v1.31.5+k3s1", "older than the oldest supported v1.31.6"),
     ("gpu_cluster_k3s_version", "v1.30.10+k3s1", "older than the oldest supported v1.31.6"),
     ("gpu_cluster_gpu_operator_version", "latest", "gpu_cluster_gpu_operator_version is 'latest', which is not pinned"),
@@ -914,3 +914,13 @@ def test_the_same_value_in_each_hosts_own_copy_is_no_difference():
         for host in hostvars:  # equal values, different objects, as Ansible templates them per host
             hostvars[host]["gpu_cluster_backup_namespaces"] = ["jupyterhub", "llm"]
     assert not [p for p in problems_after(change) if "differs between hosts" in p]
+
+
+# Issue 43: the k3s version a refusal suggests is the one versions.yml pins (what the roles install by
+# default), not an old example.
+@pytest.mark.parametrize("value", ["1.33.5", "v1.33.05+k3s1", "latest", "v1.30.4+k3s1"])
+def test_a_refused_k3s_version_suggests_the_pinned_one(value):
+    pin = yaml.safe_load((Path(__file__).resolve().parents[4] / "versions.yml").read_text())["k3s_version"]
+    message = one(problems_after(lambda g, h: set_all(h, "gpu_cluster_k3s_version", value)), "gpu_cluster_k3s_version is")
+    assert f"{pin} (the version versions.yml pins)" in message or f"like {pin}, the version versions.yml pins" in message
+    assert "v1.33.5+k3s1" not in message
