@@ -17,6 +17,7 @@ lists, mappings): a wrong type is a message, never an exception.
 from __future__ import (absolute_import, division, print_function)
 __metaclass__ = type
 
+import difflib
 import ipaddress
 import re
 
@@ -605,6 +606,24 @@ def _check_layout(groups):
     return problems
 
 
+def _check_misspelt_groups(groups):
+    """A group whose name is close to one of the collection's groups (``gpu_worker``, ``k3s_server``):
+    its hosts would silently be no part of the cluster (issue 43). Groups of other names are the
+    user's own and left alone."""
+    problems = []
+    known = sorted(CONTRACT_GROUPS)
+    for group in sorted(g for g in (groups or {}) if _is_str(g)):
+        if group in CONTRACT_GROUPS or group in ("all", "ungrouped"):
+            continue
+        close = difflib.get_close_matches(group, known, n=1, cutoff=0.8)
+        if close:
+            hosts = _group(groups, group)
+            problems.append("%s: is not a group of cps.gpu_cluster, so %s %s no part of the cluster; did you mean %s? "
+                            "(the groups: %s)" % (group, ", ".join(hosts) or "its hosts",
+                                                  "is" if len(hosts) == 1 else "are", close[0], LAYOUT))
+    return problems
+
+
 def _check_groups(groups):
     problems = []
     servers = _group(groups, SERVERS)
@@ -1173,6 +1192,7 @@ def inventory_problems(groups, hostvars, role_specs=None, schedule=True):
     problems = []
     problems.extend(_guarded(_check_layout, groups))
     problems.extend(_guarded(_check_groups, groups))
+    problems.extend(_guarded(_check_misspelt_groups, groups))
     problems.extend(_guarded(_check_names, groups))
     values, differ = _cluster_values(groups, hostvars)
     problems.extend(differ)

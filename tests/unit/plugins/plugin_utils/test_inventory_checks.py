@@ -924,3 +924,22 @@ def test_a_refused_k3s_version_suggests_the_pinned_one(value):
     message = one(problems_after(lambda g, h: set_all(h, "gpu_cluster_k3s_version", value)), "gpu_cluster_k3s_version is")
     assert f"{pin} (the version versions.yml pins)" in message or f"like {pin}, the version versions.yml pins" in message
     assert "v1.33.5+k3s1" not in message
+
+
+# Issue 43: a host put in a misspelt group was silently no part of the cluster.
+@pytest.mark.parametrize(("group", "meant"), [("gpu_worker", "gpu_workers"), ("k3s_server", "k3s_servers"),
+                                              ("proxmox_host", "proxmox_hosts"), ("app_node", "app_nodes")])
+def test_a_host_in_a_misspelt_group_is_named_with_the_closest_group(group, meant):
+    def change(groups, hostvars):
+        groups[group] = ["wk-gpu5"]
+        groups["all"].append("wk-gpu5")
+        hostvars["wk-gpu5"] = {"ansible_host": "10.0.0.29"}
+    message = one(problems_after(change), f"{group}: is not a group of cps.gpu_cluster")
+    assert f"wk-gpu5 is no part of the cluster; did you mean {meant}?" in message
+
+
+def test_groups_of_other_names_are_the_users_own():
+    def change(groups, hostvars):
+        groups["rack_a"] = ["wk-gpu1", "wk-gpu2"]
+        groups["monitoring_targets"] = ["cp1"]
+    assert not [p for p in problems_after(change) if "is not a group of" in p]
