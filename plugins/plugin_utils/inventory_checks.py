@@ -26,7 +26,7 @@ from ansible.module_utils.six.moves.urllib.parse import urlsplit
 
 from ansible_collections.cps.gpu_cluster.plugins.plugin_utils.components import GPU_OPERATOR_SUPPORTED_VERSIONS
 from ansible_collections.cps.gpu_cluster.plugins.plugin_utils.vllm import llm_problems, llm_warnings
-from ansible_collections.cps.gpu_cluster.plugins.plugin_utils.gpu_pools import inventory_pool_problems
+from ansible_collections.cps.gpu_cluster.plugins.plugin_utils.gpu_pools import MODEL_DEVICE_IDS, inventory_pool_problems
 from ansible_collections.cps.gpu_cluster.plugins.plugin_utils.jupyterhub import jupyterhub_problems, jupyterhub_warnings
 from ansible_collections.cps.gpu_cluster.plugins.plugin_utils.gpu_driver import driver_problems
 from ansible_collections.cps.gpu_cluster.plugins.plugin_utils.k3s_parity import inventory_problems as k3s_parity_problems
@@ -1042,6 +1042,9 @@ def _check_proxmox_hosts(groups, hostvars):
     return problems, devices
 
 
+_MODELS_BY_CASE = dict((model.casefold(), model) for model in MODEL_DEVICE_IDS)
+
+
 def _check_gpu_workers(groups, hostvars, devices):
     problems = []
     assigned = {}
@@ -1058,6 +1061,11 @@ def _check_gpu_workers(groups, hostvars, devices):
             problems.append("%s: gpu_cluster_gpu_model is not set; set the model nvidia-smi reports (like NVIDIA A100 80GB PCIe)" % host)
         elif not _full(re.compile(r"[^\x00-\x1f\x7f]+"), model) or not model.strip():
             problems.append("%s: gpu_cluster_gpu_model is %r; use the model name nvidia-smi reports (like NVIDIA A100 80GB PCIe)" % (host, model))
+        elif model not in MODEL_DEVICE_IDS and model.casefold() in _MODELS_BY_CASE:
+            # verify compares the name with what nvidia-smi reports, and the pools find the card's MIG
+            # profiles by it: exactly as NVIDIA spells it (issue 43)
+            problems.append("%s: gpu_cluster_gpu_model is %r; did you mean %r? (the model name exactly as nvidia-smi "
+                            "reports it)" % (host, model, _MODELS_BY_CASE[model.casefold()]))
         mappings = variables.get("gpu_cluster_gpu_pci_mappings")
         if mappings is None:
             continue

@@ -943,3 +943,12 @@ def test_groups_of_other_names_are_the_users_own():
         groups["rack_a"] = ["wk-gpu1", "wk-gpu2"]
         groups["monitoring_targets"] = ["cp1"]
     assert not [p for p in problems_after(change) if "is not a group of" in p]
+
+
+# Issue 43: a GPU model that differs from NVIDIA's spelling only in case is told the exact spelling
+# (NVIDIA's spelling, as nvidia-smi reports it and the Proxmox PCI mapping captures in tests/fixtures/proxmox_api hold it).
+@pytest.mark.parametrize("typed", ["nvidia a100 80gb pcie", "NVIDIA A100 80GB PCIE"])
+def test_a_gpu_model_in_another_case_is_told_the_exact_spelling(typed):
+    message = one(problems_after(lambda g, h: h["wk-gpu2"].update(gpu_cluster_gpu_model=typed)),
+                  f"wk-gpu2: gpu_cluster_gpu_model is {typed!r}")
+    assert "did you mean 'NVIDIA A100 80GB PCIe'?" in message
