@@ -502,7 +502,9 @@ def _check_gpu_operator_version(where, name, value):
     if problems:
         return problems
     if value not in GPU_OPERATOR_SUPPORTED_VERSIONS:
-        return ["%s: %s is %r, a GPU Operator release the gpu role does not support; choose one of %s"
+        return ["%s: %s is %r, a GPU Operator release the gpu role does not support (the chart values it writes, the "
+                "driver, toolkit and CDI settings for k3s's containerd, are made for these releases only: the chart's "
+                "values change between releases); choose one of %s"
                 % (where, name, value, ", ".join(GPU_OPERATOR_SUPPORTED_VERSIONS))]
     return []
 

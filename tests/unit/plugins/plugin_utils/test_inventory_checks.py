@@ -621,7 +621,7 @@ def test_scratch_mount_accepts_own_directories(path):
     ("gpu_cluster_verify_expected", {"nvidia.com/gpu": -1}, "use a mapping of extended resource names to counts"),
     ("gpu_cluster_verify_smoke_tests", "yes", "use true or false"),
     ("gpu_cluster_verify_fast_scratch_node_selector", {"gpu": True}, "use a mapping of Kubernetes label keys to string values"),
-    ("gpu_cluster_gpu_operator_version", "v25.3.0", "a GPU Operator release the gpu role does not support; choose one of v25.10.1, v26.7.0"),
+    ("gpu_cluster_gpu_operator_version", "v25.3.0", "a GPU Operator release the gpu role does not support (the chart values it writes"),
     ("gpu_cluster_scratch_device", "/dev/sdb", "name the disk by a stable id"),
     ("gpu_cluster_vm_preset", "huge", "use one of small, medium, large"),
     ("gpu_cluster_provision_enabled", "no", "use true or false"),
@@ -952,3 +952,11 @@ def test_a_gpu_model_in_another_case_is_told_the_exact_spelling(typed):
     message = one(problems_after(lambda g, h: h["wk-gpu2"].update(gpu_cluster_gpu_model=typed)),
                   f"wk-gpu2: gpu_cluster_gpu_model is {typed!r}")
     assert "did you mean 'NVIDIA A100 80GB PCIe'?" in message
+
+
+def test_a_refused_gpu_operator_version_says_why():
+    """Issue 43: the refusal says why the release is refused, and which ones to choose."""
+    message = one(problems_after(lambda g, h: set_all(h, "gpu_cluster_gpu_operator_version", "v25.3.0")),
+                  "gpu_cluster_gpu_operator_version is 'v25.3.0'")
+    assert "the chart's values change between releases" in message
+    assert message.endswith("choose one of " + ", ".join(components.GPU_OPERATOR_SUPPORTED_VERSIONS))
