@@ -16,6 +16,8 @@ from pathlib import Path
 
 import pytest
 import yaml
+from test_provision_playbook import FAKE as FAKE_TERRAFORM
+from test_provision_playbook import KEY
 
 REPO = Path(__file__).resolve().parents[2]
 BIN = Path(shutil.which("ansible-galaxy") or REPO / ".venv" / "bin" / "ansible-galaxy").parent
@@ -115,6 +117,11 @@ def _documented_commands():
     return [line for line in block.group(1).splitlines() if line.strip() and not line.lstrip().startswith("#")]
 
 
+def _tree(path):
+    """Every file and directory under path with its mode and content."""
+    return {str(p.relative_to(path)): (p.stat().st_mode, b"" if p.is_dir() else p.read_bytes()) for p in sorted(path.rglob("*"))}
+
+
 def _listing(path):
     return sorted(str(p.relative_to(path)) for p in path.rglob("*"))
 
@@ -124,18 +131,35 @@ def test_documented_commands_from_the_installed_tarball(built, tmp_path):
     home = tmp_path / "home"
     home.mkdir()
     shutil.copy2(tarball, home / TARBALL_NAME)
-    env = {key: value for key, value in os.environ.items() if not key.startswith("ANSIBLE_")}
-    env.update(HOME=str(home), PATH="{}:{}".format(BIN, os.environ.get("PATH", "/usr/bin:/bin")),
-               ANSIBLE_NOCOLOR="1", ANSIBLE_STDOUT_CALLBACK="default")
+    # what a user has for provision --check (docs/installing.md): an SSH key, the API token in the
+    # environment and terraform on PATH; here a stand-in that writes what terraform writes (init:
+    # .terraform/ and the lock file in its working directory) and needs no registry
+    (home / ".ssh").mkdir(mode=0o700)
+    (home / ".ssh" / "id_ed25519.pub").write_text(KEY + "\n")
+    tools = tmp_path / "bin"
+    tools.mkdir()
+    (tools / "terraform").write_text(FAKE_TERRAFORM)
+    (tools / "terraform").chmod(0o755)
+    env = {key: value for key, value in os.environ.items() if not key.startswith(("ANSIBLE_", "PROXMOX_"))}
+    env.update(HOME=str(home), PATH="{}:{}:{}".format(BIN, tools, os.environ.get("PATH", "/usr/bin:/bin")),
+               ANSIBLE_NOCOLOR="1", ANSIBLE_STDOUT_CALLBACK="default",
+               PROXMOX_VE_API_TOKEN="terraform@pve!gpu-cluster=00000000-0000-0000-0000-000000000000",
+               FAKE_TF_LOG=str(tmp_path / "terraform.log"))
     installed = home / ".ansible" / "collections" / "ansible_collections" / "cps" / "gpu_cluster"
     outputs = []
     commands = _documented_commands()
-    assert [c.split()[0] for c in commands] == ["ansible-galaxy", "cp", "ansible-playbook", "ansible-playbook"]
+    assert [c.split()[0] for c in commands] == ["ansible-galaxy", "cp", "ansible-playbook", "ansible-playbook", "ansible-playbook"]
     for command in commands:
+        if "--check" in command:  # issue 43: check mode writes nothing under the inventory
+            before = _tree(home / "homelab")
         done = subprocess.run(["bash", "-euo", "pipefail", "-c", command], cwd=home, env=env, capture_output=True,
                               text=True, timeout=600, check=False)
         assert done.returncode == 0, f"{command}\n{done.stdout[-4000:]}{done.stderr[-4000:]}"
         outputs.append(done.stdout)
+        if "--check" in command:
+            assert _tree(home / "homelab") == before, sorted(set(_tree(home / "homelab")) ^ set(before))
+            assert "Planned (check mode, nothing changed)" in done.stdout
+            assert "plan" in (tmp_path / "terraform.log").read_text()
         if command.startswith("ansible-galaxy"):
             shipped = _listing(installed)
             assert "playbooks/site.yml" in shipped and not (installed / "collections").exists()
