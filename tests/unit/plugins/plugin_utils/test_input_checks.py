@@ -203,22 +203,27 @@ def test_the_homelab_with_one_bad_value_is_refused(homelab, change, message):
     assert "s3cret-bootstrap" not in " ".join(problems) and "ghp_secret" not in " ".join(problems)
 
 
-def test_control_class_is_unicodes_control_format_and_separator_characters():
-    """CONTROL_RE against Python's Unicode database: it matches every character of the general categories
-    Cc, Cf, Zl and Zp, and nothing assigned to another category (a newer Unicode may have assigned a few
-    more format characters than this Python knows: unassigned there, Cn)."""
-    wanted = ("Cc", "Cf", "Zl", "Zp")
+INVISIBLE = {0x061C, 0x200B, 0x200E, 0x200F, 0x202A, 0x202B, 0x202C, 0x202D, 0x202E, 0x2060, 0x2066, 0x2067, 0x2068,
+             0x2069, 0xFEFF}
+
+
+def test_control_class_is_unicodes_controls_separators_and_invisible_characters():
+    """CONTROL_RE against Python's Unicode database: every character of the general categories Cc (controls),
+    Zl and Zp (line and paragraph separators), and the bidirectional and zero-width characters INVISIBLE
+    (all of category Cf); nothing else. The joiners U+200C/U+200D stay allowed (scripts, emoji)."""
+    wanted = ("Cc", "Zl", "Zp")
     missed, extra = [], []
     for code in range(sys.maxunicode + 1):
         char = chr(code)
-        category = unicodedata.category(char)
         matched = ic.CONTROL_RE.match(char) is not None
-        if category in wanted and not matched:
+        expected = unicodedata.category(char) in wanted or code in INVISIBLE
+        if expected and not matched:
             missed.append(hex(code))
-        elif matched and category not in (*wanted, "Cn"):
+        elif matched and not expected:
             extra.append(hex(code))
     assert not missed and not extra, (missed[:10], extra[:10])
-    assert ic.CONTROL_RE.search("é ü 日本 ok") is None
+    assert all(unicodedata.category(chr(code)) == "Cf" for code in INVISIBLE)
+    assert ic.CONTROL_RE.search("é ü 日本 ok \u200d") is None
 
 
 def test_unique_keeps_the_first_of_each_in_order():
