@@ -42,3 +42,29 @@ QUANTITY = re.compile(r"^(?P<number>[0-9]+(\.[0-9]*)?|\.[0-9]+)(?P<suffix>[eE][+
 # A volume size the monitoring and logs volumes accept: a whole number of Gi or Ti (a subset of
 # QUANTITY, so a size reads at a glance). Groups: the number and the unit.
 VOLUME_SIZE = re.compile(r"^([1-9][0-9]*)(Gi|Ti)\Z")
+
+
+def quantity_value(value):
+    """The number a Kubernetes quantity (QUANTITY; a YAML number too) stands for, as a float (``10Gi`` ->
+    10737418240.0, ``500m`` -> 0.5); None for anything else (``512GB``, ``-1``)."""
+    if isinstance(value, (int, float)) and not isinstance(value, bool):
+        value = str(value)  # YAML gives cpu: 32 as a number
+    if not isinstance(value, str):
+        return None
+    match = QUANTITY.match(value)
+    if not match:
+        return None
+    number, suffix = float(match.group("number")), match.group("suffix") or ""
+    binary = {"Ki": 2 ** 10, "Mi": 2 ** 20, "Gi": 2 ** 30, "Ti": 2 ** 40, "Pi": 2 ** 50, "Ei": 2 ** 60}
+    decimal = {"n": 1e-9, "u": 1e-6, "m": 1e-3, "": 1.0, "k": 1e3, "M": 1e6, "G": 1e9, "T": 1e12, "P": 1e15, "E": 1e18}
+    if suffix in binary:
+        return number * binary[suffix]
+    if suffix in decimal:
+        return number * decimal[suffix]
+    return number * 10 ** int(suffix[1:])
+
+
+# An e-mail address an ACME server (Let's Encrypt, through cert-manager's ClusterIssuer email) takes as
+# a contact: one '@', a local part and a domain with a dot, no spaces or control characters.
+EMAIL = re.compile(r"^[^@\s\x00-\x1f\x7f]+@[A-Za-z0-9]([-A-Za-z0-9]*[A-Za-z0-9])?(\.[A-Za-z0-9]([-A-Za-z0-9]*[A-Za-z0-9])?)+\Z")
+

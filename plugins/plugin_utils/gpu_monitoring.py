@@ -34,6 +34,21 @@ DCGM_PORT = "gpu-metrics"
 DURATION_RE = re.compile(r"([0-9]+(ms|s|m|h|d|w|y))+")
 
 
+def settings_problems(retention=None, storage_size=None):
+    """The monitoring settings as the stack takes them, for preflight (issue 43): the retention a
+    Prometheus duration above zero (a zero retention keeps nothing), the volume a whole number of Gi
+    or Ti above zero (VOLUME_SIZE). ``None``: not set."""
+    problems = []
+    if retention is not None and not (isinstance(retention, str) and DURATION_RE.fullmatch(retention)
+                                      and any(int(n) for n in re.findall(r"[0-9]+", retention))):
+        problems.append("gpu_cluster_monitoring_retention is %r; use a Prometheus duration above zero, like 15d "
+                        "(units ms, s, m, h, d, w, y)" % (retention,))
+    if storage_size is not None and not (isinstance(storage_size, str) and SIZE_RE.fullmatch(storage_size)):
+        problems.append("gpu_cluster_monitoring_storage_size is %r; use a whole number of Gi or Ti above zero, like 50Gi"
+                        % (storage_size,))
+    return problems
+
+
 def ksm_label(label):
     """kube-state-metrics' name of a Kubernetes label in ``kube_node_labels``: ``label_`` + sanitised."""
     return "label_" + re.sub(r"[^a-zA-Z0-9_]", "_", label)

@@ -37,9 +37,10 @@ from ansible_collections.cps.gpu_cluster.plugins.plugin_utils.versions import fi
 from ansible_collections.cps.gpu_cluster.plugins.plugin_utils.versions import safe_pinned, inventory_version_warnings
 from ansible_collections.cps.gpu_cluster.plugins.plugin_utils.cluster_workloads import VALUES as WORKLOAD_VALUES, schedule_problems
 from ansible_collections.cps.gpu_cluster.plugins.plugin_utils.k3s import refused_node_labels
-from ansible_collections.cps.gpu_cluster.plugins.plugin_utils import backups, cluster_logs, input_checks, known_variables, node_vars
+from ansible_collections.cps.gpu_cluster.plugins.plugin_utils import backups, cluster_logs, gpu_monitoring, input_checks, known_variables, node_vars
 from ansible_collections.cps.gpu_cluster.plugins.plugin_utils.forms import (
-    DNS_LABEL as DNS_LABEL_RE, DNS_NAME as DNS_NAME_RE, GO_DURATION as DURATION_RE, LABEL_NAME as LABEL_NAME_RE, LABEL_VALUE as LABEL_VALUE_RE)
+    DNS_LABEL as DNS_LABEL_RE, DNS_NAME as DNS_NAME_RE, DNS_SUBDOMAIN as DNS_SUBDOMAIN_RE, EMAIL as EMAIL_RE,
+    GO_DURATION as DURATION_RE, LABEL_NAME as LABEL_NAME_RE, LABEL_VALUE as LABEL_VALUE_RE)
 
 K3S_MIN_VERSION = (1, 31, 6)
 _NUM = r"(0|[1-9][0-9]*)"
@@ -1156,6 +1157,27 @@ def _check_cluster_wide_agree(distinct):
     return problems
 
 
+def _check_setting_forms(distinct):
+    """Settings the cluster-wide checks of their feature read from one host only, judged on every
+    distinct value any host sets (issue 43): the management ingress class (an IngressClass name, a
+    DNS-1123 subdomain), the Let's Encrypt e-mail (EMAIL), the monitoring retention and volume
+    (gpu_monitoring.settings_problems)."""
+    problems = []
+    for value, on in distinct.get("gpu_cluster_ingress_class", []):
+        if not (_is_str(value) and DNS_SUBDOMAIN_RE.match(value)):
+            problems.append("%s: gpu_cluster_ingress_class is %r; name an IngressClass (a DNS-1123 subdomain: lower-case "
+                            "letters, digits, '-' and '.'), like traefik" % (_where(on), value))
+    for value, on in distinct.get("gpu_cluster_rancher_letsencrypt_email", []):
+        if value not in (None, "") and not (_is_str(value) and EMAIL_RE.match(value)):
+            problems.append("%s: gpu_cluster_rancher_letsencrypt_email is %r; use an e-mail address (name@domain), the "
+                            "contact Let's Encrypt writes to about the certificate" % (_where(on), value))
+    for value, on in distinct.get("gpu_cluster_monitoring_retention", []):
+        problems.extend("%s: %s" % (_where(on), text) for text in gpu_monitoring.settings_problems(retention=value))
+    for value, on in distinct.get("gpu_cluster_monitoring_storage_size", []):
+        problems.extend("%s: %s" % (_where(on), text) for text in gpu_monitoring.settings_problems(storage_size=value))
+    return problems
+
+
 def _check_unknown_variables(index, role_specs):
     """Variables of the collection's prefixes that it does not read (known_variables): a misspelt or
     renamed setting is refused, naming the closest known one, instead of being silently ignored."""
@@ -1228,6 +1250,7 @@ def inventory_problems(groups, hostvars, role_specs=None, schedule=True):
                    else list(entries.values())) for name, entries in index.items())
     problems.extend(_guarded(input_checks.text_problems, values, role_names))
     problems.extend(_guarded(_check_cluster_wide_agree, values))
+    problems.extend(_guarded(_check_setting_forms, values))
     problems.extend(_guarded(input_checks.switch_problems, values, _BOOLEANS))
     problems.extend(_guarded(input_checks.node_name_problems, _cluster_hosts(groups), hostvars))
     problems.extend(_guarded(input_checks.pci_model_problems, _group(groups, PROXMOX_HOSTS), _group(groups, "gpu_workers"), hostvars))

@@ -31,7 +31,7 @@ except ImportError:  # pragma: no cover
 
 from ansible_collections.cps.gpu_cluster.plugins.plugin_utils import cluster_model, ingress_tls, node_vars, verify
 from ansible_collections.cps.gpu_cluster.plugins.plugin_utils.gpu_pools import largest_profile, pool_resource
-from ansible_collections.cps.gpu_cluster.plugins.plugin_utils.forms import DNS_LABEL, DNS_NAME, QUANTITY
+from ansible_collections.cps.gpu_cluster.plugins.plugin_utils.forms import DNS_LABEL, DNS_NAME, quantity_value
 
 SLUG = re.compile(r"^[a-z0-9]([-a-z0-9]{0,30}[a-z0-9])?\Z")
 USER = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._@-]{0,63}\Z")
@@ -744,16 +744,23 @@ SETTINGS = {
     "gpu_cluster_jupyterhub_ingress_class": (lambda v: isinstance(v, str) and bool(DNS_NAME.match(v)), "an IngressClass, like traefik"),
     "gpu_cluster_jupyterhub_cert_issuer": (lambda v: v in ("", None) or (isinstance(v, str) and bool(DNS_NAME.match(v))),
                                            "a cert-manager ClusterIssuer name, or ''"),
-    "gpu_cluster_jupyterhub_home_size": (lambda v: isinstance(v, str) and bool(QUANTITY.match(v)), "a size like 10Gi"),
-    "gpu_cluster_jupyterhub_scratch_size": (lambda v: isinstance(v, str) and bool(QUANTITY.match(v)), "a size like 100Gi"),
+    # a volume claim of zero bytes is refused by the API server (PVC spec.resources.requests.storage must be
+    # above zero: k8s.io/kubernetes pkg/apis/core/validation ValidatePersistentVolumeClaimSpec)
+    "gpu_cluster_jupyterhub_home_size": (lambda v: (quantity_value(v) or 0) > 0, "a size above zero, like 10Gi"),
+    "gpu_cluster_jupyterhub_scratch_size": (lambda v: (quantity_value(v) or 0) > 0, "a size above zero, like 100Gi"),
     "gpu_cluster_jupyterhub_cull_timeout": (lambda v: node_vars.is_int(v) and v >= 300, "seconds, at least 300 (3600 is an hour)"),
     "gpu_cluster_jupyterhub_auth": (lambda v: v in AUTHENTICATORS, "native, github, generic-oauth or dummy"),
     "gpu_cluster_jupyterhub_admin_users": (lambda v: isinstance(v, list) and all(isinstance(u, str) and USER.match(u) for u in v),
                                            "a list of user names"),
     "gpu_cluster_jupyterhub_allowed_users": (lambda v: isinstance(v, list) and all(isinstance(u, str) and USER.match(u) for u in v),
                                              "a list of user names"),
-    "gpu_cluster_jupyterhub_quota": (lambda v: isinstance(v, dict) and set(v) <= {"gpu", "cpu", "memory", "pvcs"},
-                                     "a mapping with gpu, cpu, memory and pvcs"),
+    # the values become a ResourceQuota's hard limits: quantities that are not negative (the API server
+    # refuses a negative one: ValidateResourceQuantityValue), whole GPUs and claims
+    "gpu_cluster_jupyterhub_quota": (lambda v: isinstance(v, dict) and set(v) <= {"gpu", "cpu", "memory", "pvcs"}
+                                     and all(node_vars.is_int(v[k]) and v[k] >= 0 for k in ("gpu", "pvcs") if k in v)
+                                     and all(quantity_value(v[k]) is not None for k in ("cpu", "memory") if k in v),
+                                     "a mapping with gpu, cpu, memory and pvcs: whole numbers of GPUs and claims, 0 or more; "
+                                     "cpu and memory as Kubernetes quantities, like 32 and 256Gi"),
     "gpu_cluster_jupyterhub_tls": (lambda v: isinstance(v, bool), "true or false (a YAML boolean)"),
     "gpu_cluster_jupyterhub_prepull": (lambda v: isinstance(v, bool), "true or false (a YAML boolean)"),
 }

@@ -74,5 +74,21 @@ def test_the_checks_read_these_patterns():
     assert inventory_checks.DNS_NAME_RE is jupyterhub.DNS_NAME is management.DNS_NAME is vllm.DNS_NAME is forms.DNS_NAME
     assert k3s_hardening._DNS_SUBDOMAIN is forms.DNS_SUBDOMAIN
     assert backups.GO_DURATION is inventory_checks.DURATION_RE is management.DURATION is forms.GO_DURATION
-    assert jupyterhub.QUANTITY is vllm.QUANTITY is scheduling.QUANTITY is forms.QUANTITY
+    assert vllm.QUANTITY is scheduling.QUANTITY is forms.QUANTITY
+    assert jupyterhub.quantity_value is forms.quantity_value  # which reads forms.QUANTITY
     assert cluster_logs.SIZE_RE is gpu_monitoring.SIZE_RE is forms.VOLUME_SIZE
+
+
+# Issue 43: quantities as Kubernetes reads them (k8s.io/apimachinery/pkg/api/resource: binary and decimal
+# suffixes, an exponent; no sign here, as requests, limits and volume sizes are never negative).
+@pytest.mark.parametrize(("text", "value"), [("10Gi", 10 * 2 ** 30), ("500m", 0.5), ("32", 32.0), (32, 32.0), ("1e3", 1000.0),
+                                             ("0", 0.0), ("512GB", None), ("-1", None), (-1, None), (True, None), ("", None)])
+def test_quantity_value(text, value):
+    assert forms.quantity_value(text) == value
+
+
+@pytest.mark.parametrize(("address", "valid"), [("ops@lab.example", True), ("a.b+tag@mail.lab.example", True),
+                                                ("ops.lab.example", False), ("ops@lab", False), ("ops @lab.example", False),
+                                                ("@lab.example", False), ("ops@@lab.example", False)])
+def test_email(address, valid):
+    assert bool(forms.EMAIL.match(address)) is valid
