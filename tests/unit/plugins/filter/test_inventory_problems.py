@@ -113,3 +113,14 @@ def test_role_variables_are_checked_against_the_real_argument_specs():
 def test_role_variable_built_from_facts_is_left_to_the_role():
     broken = dict(CP1, k3s_node_flannel_iface=Undefined(name="ansible_facts"))
     assert inventory_problems(GROUPS, {"cp1": LazyHostVars(broken)}) == []
+
+
+def test_an_undefined_vault_variable_in_a_role_variable_is_a_problem():
+    """Issue 43: an undefined vault variable anywhere, a role variable's dict included, gets the same clear
+    message as a gpu_cluster_* one; a role variable built from facts is left to the role."""
+    broken = dict(CP1, k3s_node_etcd_s3={"bucket": "snaps", "secret_key": Undefined(name="vault_etcd_s3_secret")},
+                  k3s_node_ip=AnsibleError("'ansible_facts' is undefined"))
+    problems = inventory_problems(GROUPS, {"cp1": LazyHostVars(broken)})
+    assert len(problems) == 1, problems
+    assert problems[0].startswith("cp1: k3s_node_etcd_s3 cannot be templated on the control node (")
+    assert "vault_etcd_s3_secret" in problems[0]
