@@ -35,6 +35,8 @@ def go_duration_seconds(value):
     if not isinstance(value, str) or not GO_DURATION.match(value):
         return None
     return sum(float(number) * GO_DURATION_UNITS[unit] for number, unit in GO_DURATION_PART.findall(value))
+
+
 # A Kubernetes quantity (k8s.io/apimachinery/pkg/api/resource ParseQuantity), unsigned: requests,
 # limits and volume sizes are never negative. Groups: the number and the suffix (binary SI, decimal
 # SI or a decimal exponent).
@@ -67,4 +69,3 @@ def quantity_value(value):
 # An e-mail address an ACME server (Let's Encrypt, through cert-manager's ClusterIssuer email) takes as
 # a contact: one '@', a local part and a domain with a dot, no spaces or control characters.
 EMAIL = re.compile(r"^[^@\s\x00-\x1f\x7f]+@[A-Za-z0-9]([-A-Za-z0-9]*[A-Za-z0-9])?(\.[A-Za-z0-9]([-A-Za-z0-9]*[A-Za-z0-9])?)+\Z")
-

@@ -560,8 +560,8 @@ def test_the_uninstall_guard_checks_the_local_storage_path_the_node_uses():
 # Issue 43: Python's \d matches every script's decimal digits and int() reads them ("v1.3٦.4" became 1.36.4);
 # k3s and Kubernetes parse versions with Go's regexp, where \d is 0-9 only (regexp/syntax: "\d digits
 # (== [0-9])"), and the release tags are ASCII.
-@pytest.mark.parametrize(("version", "in_major"), [("v1.3\u0666.4+k3s1", False), ("v\u0661.36.4+k3s1", True),
-                                                 ("v1.36.\uff14+k3s1", False), ("v1.36.4+k3s\u0967", False)])
+@pytest.mark.parametrize(("version", "in_major"), [
+    ("v1.3\u0666.4+k3s1", False), ("v\u0661.36.4+k3s1", True), ("v1.36.\uff14+k3s1", False), ("v1.36.4+k3s\u0967", False)])
 def test_a_version_with_other_scripts_digits_is_not_a_k3s_version(version, in_major):
     with pytest.raises(ValueError):
         k3s.parse_version(version)

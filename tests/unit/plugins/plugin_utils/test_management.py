@@ -330,8 +330,8 @@ def test_mask_secrets():
 
 # Issue 43: Fleet reads a zero polling interval as not set and polls every 15 s (rancher/fleet, the gitjob
 # controller's getPollingIntervalDuration: Duration == 0 -> defaultPollingSyncInterval = 15 * time.Second).
-@pytest.mark.parametrize(("interval", "zero"), [("0s", True), ("0m0s", True), ("0.0h", True), ("60s", False),
-                                               ("1m30s", False), ("500ms", False)])
+@pytest.mark.parametrize(("interval", "zero"), [
+    ("0s", True), ("0m0s", True), ("0.0h", True), ("60s", False), ("1m30s", False), ("500ms", False)])
 def test_gitrepo_polling_interval_of_zero_is_refused(interval, zero):
     problems = m.gitrepo_problems("https://x/y.git", "main", "c", polling_interval=interval)
     assert any("is zero, which Fleet takes for its default of 15s" in p for p in problems) is zero, problems
