@@ -6,9 +6,10 @@
 from __future__ import (absolute_import, division, print_function)
 __metaclass__ = type
 
-from ansible_collections.cps.gpu_cluster.plugins.plugin_utils import cluster_model as _model
-from ansible_collections.cps.gpu_cluster.plugins.plugin_utils import cluster_workloads as _workloads
-from ansible_collections.cps.gpu_cluster.plugins.plugin_utils.filter_errors import plain_inventory, wrap
+from ansible_collections.cps.gpu_cluster.plugins.plugin_utils.filter_errors import deferred, plain_inventory, wrap
+
+_model = deferred("cluster_model")
+_workloads = deferred("cluster_workloads")
 
 # What the model and the workload builders read of a host (role defaults are not in hostvars).
 _READ = ("ansible_host", "k3s_node_labels", "k3s_node_taints")

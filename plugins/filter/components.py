@@ -9,9 +9,11 @@ __metaclass__ = type
 
 from ansible.plugins.filter.core import to_nice_yaml
 
-from ansible_collections.cps.gpu_cluster.plugins.plugin_utils.filter_errors import phase_filter, wrap
+from ansible_collections.cps.gpu_cluster.plugins.plugin_utils.filter_errors import deferred, phase_filter, wrap
 
-from ansible_collections.cps.gpu_cluster.plugins.plugin_utils import components, k3s_hardening, management
+components = deferred("components")
+k3s_hardening = deferred("k3s_hardening")
+management = deferred("management")
 
 
 def bundle_file_texts(files, fleet, header, fleet_comment=""):

@@ -8,8 +8,12 @@ plugins/plugin_utils/."""
 from __future__ import (absolute_import, division, print_function)
 __metaclass__ = type
 
-from ansible_collections.cps.gpu_cluster.plugins.plugin_utils import backups, gpu_driver, k3s, k3s_parity
-from ansible_collections.cps.gpu_cluster.plugins.plugin_utils.filter_errors import phase_filter
+from ansible_collections.cps.gpu_cluster.plugins.plugin_utils.filter_errors import deferred, phase_filter
+
+backups = deferred("backups")
+gpu_driver = deferred("gpu_driver")
+k3s = deferred("k3s")
+k3s_parity = deferred("k3s_parity")
 
 
 def _restore_plan(registered, servers, first_server, snapshot, backups_dir=None, s3=False, off=None, token=True):  # noqa: PLR0917 - a filter: Jinja passes by position

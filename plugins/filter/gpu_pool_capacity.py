@@ -6,9 +6,9 @@
 from __future__ import (absolute_import, division, print_function)
 __metaclass__ = type
 
-from ansible_collections.cps.gpu_cluster.plugins.plugin_utils.filter_errors import wrap as _wrap
+from ansible_collections.cps.gpu_cluster.plugins.plugin_utils.filter_errors import deferred, wrap as _wrap
 
-from ansible_collections.cps.gpu_cluster.plugins.plugin_utils import gpu_pools
+gpu_pools = deferred("gpu_pools")
 
 
 class FilterModule(object):

@@ -8,8 +8,12 @@ Python of plugins/plugin_utils/components.py, gpu_driver.py and gpu_pools.py."""
 from __future__ import (absolute_import, division, print_function)
 __metaclass__ = type
 
-from ansible_collections.cps.gpu_cluster.plugins.plugin_utils import components, gpu_driver, gpu_pools, node_vars
-from ansible_collections.cps.gpu_cluster.plugins.plugin_utils.filter_errors import phase_filter
+from ansible_collections.cps.gpu_cluster.plugins.plugin_utils.filter_errors import deferred, phase_filter
+
+components = deferred("components")
+gpu_driver = deferred("gpu_driver")
+gpu_pools = deferred("gpu_pools")
+node_vars = deferred("node_vars")
 
 
 def gpu_driver_version(workers, current, legacy, override=None):

@@ -11,10 +11,9 @@ import os
 import yaml
 
 
-from ansible_collections.cps.gpu_cluster.plugins.plugin_utils.filter_errors import plain_inventory
+from ansible_collections.cps.gpu_cluster.plugins.plugin_utils.filter_errors import deferred, plain_inventory
 
-from ansible_collections.cps.gpu_cluster.plugins.plugin_utils.inventory_checks import inventory_problems as _inventory_problems
-from ansible_collections.cps.gpu_cluster.plugins.plugin_utils.inventory_checks import inventory_warnings as _inventory_warnings
+_checks = deferred("inventory_checks")
 
 
 ROLES_DIR = os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "..", "roles")
@@ -72,13 +71,13 @@ def _plain(filter_name, groups, hostvars):
 def inventory_problems(groups, hostvars):
     """Every problem of the inventory described by groups and hostvars, one message each."""
     plain_groups, plain_hostvars, untemplated = _plain("inventory_problems", groups, hostvars)
-    return untemplated + _inventory_problems(plain_groups, plain_hostvars, role_specs=role_specs())
+    return untemplated + _checks.inventory_problems(plain_groups, plain_hostvars, role_specs=role_specs())
 
 
 def inventory_warnings(groups, hostvars):
     """What is allowed but probably wrong in the inventory, one message each (never fatal)."""
     plain_groups, plain_hostvars, _untemplated = _plain("inventory_warnings", groups, hostvars)
-    return _inventory_warnings(plain_groups, plain_hostvars)
+    return _checks.inventory_warnings(plain_groups, plain_hostvars)
 
 
 class FilterModule(object):

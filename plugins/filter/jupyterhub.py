@@ -8,8 +8,9 @@ over the private Python of plugins/plugin_utils/jupyterhub.py."""
 from __future__ import (absolute_import, division, print_function)
 __metaclass__ = type
 
-from ansible_collections.cps.gpu_cluster.plugins.plugin_utils import jupyterhub
-from ansible_collections.cps.gpu_cluster.plugins.plugin_utils.filter_errors import phase_filter
+from ansible_collections.cps.gpu_cluster.plugins.plugin_utils.filter_errors import deferred, phase_filter
+
+jupyterhub = deferred("jupyterhub")
 
 
 def _row(passed, check, target, detail):

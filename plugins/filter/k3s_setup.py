@@ -9,9 +9,13 @@ __metaclass__ = type
 
 import yaml
 
-from ansible_collections.cps.gpu_cluster.plugins.module_utils import k3s_token
-from ansible_collections.cps.gpu_cluster.plugins.plugin_utils import gpu_pools, k3s, k3s_hardening, k3s_parity
-from ansible_collections.cps.gpu_cluster.plugins.plugin_utils.filter_errors import phase_filter
+from ansible_collections.cps.gpu_cluster.plugins.plugin_utils.filter_errors import deferred, phase_filter
+
+k3s_token = deferred("k3s_token", "module_utils")
+gpu_pools = deferred("gpu_pools")
+k3s = deferred("k3s")
+k3s_hardening = deferred("k3s_hardening")
+k3s_parity = deferred("k3s_parity")
 
 
 def _load(kubeconfig):

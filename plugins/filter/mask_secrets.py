@@ -7,8 +7,9 @@
 from __future__ import (absolute_import, division, print_function)
 __metaclass__ = type
 
-from ansible_collections.cps.gpu_cluster.plugins.plugin_utils import management
-from ansible_collections.cps.gpu_cluster.plugins.plugin_utils.filter_errors import wrap
+from ansible_collections.cps.gpu_cluster.plugins.plugin_utils.filter_errors import deferred, wrap
+
+management = deferred("management")
 
 
 class FilterModule(object):

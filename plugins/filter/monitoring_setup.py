@@ -8,8 +8,10 @@ Python of plugins/plugin_utils/gpu_monitoring.py and cluster_logs.py."""
 from __future__ import (absolute_import, division, print_function)
 __metaclass__ = type
 
-from ansible_collections.cps.gpu_cluster.plugins.plugin_utils import cluster_logs, gpu_monitoring
-from ansible_collections.cps.gpu_cluster.plugins.plugin_utils.filter_errors import phase_filter
+from ansible_collections.cps.gpu_cluster.plugins.plugin_utils.filter_errors import deferred, phase_filter
+
+cluster_logs = deferred("cluster_logs")
+gpu_monitoring = deferred("gpu_monitoring")
 
 STEPS = {
     "values": gpu_monitoring.stack_values,

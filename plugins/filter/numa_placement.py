@@ -7,23 +7,20 @@ from __future__ import (absolute_import, division, print_function)
 __metaclass__ = type
 
 from collections.abc import Mapping
+from importlib import import_module
 
 from ansible.errors import AnsibleFilterError
 
 from ansible_collections.cps.gpu_cluster.plugins.plugin_utils.filter_errors import plain_inventory, refuse_failures
-from ansible_collections.cps.gpu_cluster.plugins.module_utils.numa import (
-    TopologyError,
-    hugepage_shortfall as _hugepage_shortfall,
-    placement_request,
-    placement_table,
-    placement_tfvars,
-    plan_placement,
-    topology_from_capture,
-)
+
+NUMA = "ansible_collections.cps.gpu_cluster.plugins.module_utils.numa"
 
 
 def numa_placement(capture, groups, hostvars, proxmox_host):
     """The NUMA placement of the inventory's VMs on ``proxmox_host`` with this topology."""
+    # imported at the first call, not when ansible-core loads this file to resolve the filters after it
+    # (plugin_utils/filter_errors.py deferred)
+    numa = import_module(NUMA)
     if not isinstance(groups, Mapping) or not isinstance(hostvars, Mapping):
         raise AnsibleFilterError("numa_placement: use it as topology | cps.gpu_cluster.numa_placement(groups, hostvars, proxmox_host)")
     plain_groups = dict((name, list(hosts)) for name, hosts in groups.items())
@@ -32,24 +29,24 @@ def numa_placement(capture, groups, hostvars, proxmox_host):
                                                              lambda name: name.startswith("gpu_cluster_"), hosts)
     refuse_failures("numa_placement", failures)
     try:
-        topology, gpu_nodes = topology_from_capture(dict(capture) if isinstance(capture, Mapping) else capture)
-    except TopologyError as exc:
+        topology, gpu_nodes = numa.topology_from_capture(dict(capture) if isinstance(capture, Mapping) else capture)
+    except numa.TopologyError as exc:
         raise AnsibleFilterError("numa_placement: %s" % exc) from exc
-    request = placement_request(plain_groups, plain_hostvars, proxmox_host)
+    request = numa.placement_request(plain_groups, plain_hostvars, proxmox_host)
     try:
-        plan, problems = plan_placement(topology, gpu_nodes, request["workers"], request["control_planes"],
-                                        host_cores=request["host_cores"], host_memory_mb=request["host_memory_mb"],
-                                        hugepages=request["hugepages"], allow_span=request["allow_span"])
+        plan, problems = numa.plan_placement(topology, gpu_nodes, request["workers"], request["control_planes"],
+                                             host_cores=request["host_cores"], host_memory_mb=request["host_memory_mb"],
+                                             hugepages=request["hugepages"], allow_span=request["allow_span"])
     except (KeyError, TypeError, ValueError) as exc:
         raise AnsibleFilterError("numa_placement: the topology or the inventory cannot be planned (%s: %s)"
                                  % (type(exc).__name__, exc)) from exc
     return {
         "plan": plan,
         "problems": problems,
-        "table": placement_table(plan, proxmox_host),
-        "tfvars": placement_tfvars(plan) if not problems else {},
+        "table": numa.placement_table(plan, proxmox_host),
+        "tfvars": numa.placement_tfvars(plan) if not problems else {},
         "hugepages": plan["hugepages"],
-        "hugepages_missing": _hugepage_shortfall(plan["hugepages"], topology),
+        "hugepages_missing": numa.hugepage_shortfall(plan["hugepages"], topology),
     }
 
 

@@ -11,8 +11,9 @@ terraform_failure(result, secrets, directory, check_mode): a failed terraform ru
 from __future__ import (absolute_import, division, print_function)
 __metaclass__ = type
 
-from ansible_collections.cps.gpu_cluster.plugins.plugin_utils import phase
-from ansible_collections.cps.gpu_cluster.plugins.plugin_utils.filter_errors import wrap
+from ansible_collections.cps.gpu_cluster.plugins.plugin_utils.filter_errors import deferred, wrap
+
+phase = deferred("phase")
 
 
 class FilterModule(object):

@@ -6,8 +6,9 @@
 from __future__ import (absolute_import, division, print_function)
 __metaclass__ = type
 
-from ansible_collections.cps.gpu_cluster.plugins.plugin_utils import state_dir as _state_dir
-from ansible_collections.cps.gpu_cluster.plugins.plugin_utils.filter_errors import wrap
+from ansible_collections.cps.gpu_cluster.plugins.plugin_utils.filter_errors import deferred, wrap
+
+_state_dir = deferred("state_dir")
 
 
 class FilterModule(object):

@@ -8,8 +8,11 @@ plugins/plugin_utils/nfs_exports.py, storage_components.py and backups.py."""
 from __future__ import (absolute_import, division, print_function)
 __metaclass__ = type
 
-from ansible_collections.cps.gpu_cluster.plugins.plugin_utils import backups, nfs_exports, storage_components
-from ansible_collections.cps.gpu_cluster.plugins.plugin_utils.filter_errors import phase_filter
+from ansible_collections.cps.gpu_cluster.plugins.plugin_utils.filter_errors import deferred, phase_filter
+
+backups = deferred("backups")
+nfs_exports = deferred("nfs_exports")
+storage_components = deferred("storage_components")
 
 
 def backup_credentials_secret(settings):

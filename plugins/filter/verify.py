@@ -9,8 +9,10 @@ report), over the private Python of plugins/plugin_utils/verify.py. Rows are fou
 from __future__ import (absolute_import, division, print_function)
 __metaclass__ = type
 
-from ansible_collections.cps.gpu_cluster.plugins.plugin_utils import cluster_workloads, verify
-from ansible_collections.cps.gpu_cluster.plugins.plugin_utils.filter_errors import phase_filter
+from ansible_collections.cps.gpu_cluster.plugins.plugin_utils.filter_errors import deferred, phase_filter
+
+cluster_workloads = deferred("cluster_workloads")
+verify = deferred("verify")
 
 
 def verify_workers(model, hosts=None):

@@ -42,8 +42,9 @@ _value:
   sample: v1.36.4+k3s1
 """
 
-from ansible_collections.cps.gpu_cluster.plugins.plugin_utils import versions
-from ansible_collections.cps.gpu_cluster.plugins.plugin_utils.filter_errors import wrap
+from ansible_collections.cps.gpu_cluster.plugins.plugin_utils.filter_errors import deferred, wrap
+
+versions = deferred("versions")
 
 
 class FilterModule(object):

@@ -8,9 +8,10 @@ and plugins/module_utils/numa.py."""
 from __future__ import (absolute_import, division, print_function)
 __metaclass__ = type
 
-from ansible_collections.cps.gpu_cluster.plugins.module_utils import numa
-from ansible_collections.cps.gpu_cluster.plugins.plugin_utils import kernel_cmdline
-from ansible_collections.cps.gpu_cluster.plugins.plugin_utils.filter_errors import phase_filter
+from ansible_collections.cps.gpu_cluster.plugins.plugin_utils.filter_errors import deferred, phase_filter
+
+numa = deferred("numa", "module_utils")
+kernel_cmdline = deferred("kernel_cmdline")
 
 
 def hugepage_kernel_args(reservation):

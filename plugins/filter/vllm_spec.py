@@ -7,9 +7,9 @@ role llm_serving), over the private Python of plugins/plugin_utils/vllm.py."""
 from __future__ import (absolute_import, division, print_function)
 __metaclass__ = type
 
-from ansible_collections.cps.gpu_cluster.plugins.plugin_utils.filter_errors import phase_filter, wrap
+from ansible_collections.cps.gpu_cluster.plugins.plugin_utils.filter_errors import deferred, phase_filter, wrap
 
-from ansible_collections.cps.gpu_cluster.plugins.plugin_utils import vllm
+vllm = deferred("vllm")
 
 
 def vllm_problems(models, pools=None):

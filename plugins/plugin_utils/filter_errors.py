@@ -8,16 +8,53 @@
   message instead of a traceback;
 - phase_filter: one public filter per phase, its steps the phase's private functions;
 - plain_inventory: Ansible's groups and hostvars as plain dicts of the variables a filter reads,
-  templated, with what cannot be templated on the control node set aside for the caller to report."""
+  templated, with what cannot be templated on the control node set aside for the caller to report;
+- deferred: a filter file's view of a plugin_utils (or module_utils) module, imported when one of its
+  functions is first called, not when the filter file is loaded."""
 
 from __future__ import (absolute_import, division, print_function)
 __metaclass__ = type
 
 from collections.abc import Mapping
+from importlib import import_module
 
 from jinja2 import Undefined
 
 from ansible.errors import AnsibleError, AnsibleFilterError
+
+
+_PACKAGE = "ansible_collections.cps.gpu_cluster.plugins."
+
+
+class _Deferred(object):
+    """The functions of one module of the collection, each imported at its first call."""
+
+    __slots__ = ("_module",)
+
+    def __init__(self, module):
+        self._module = module
+
+    def __getattr__(self, function):
+        if function.startswith("__"):
+            raise AttributeError(function)
+        module = self._module
+
+        def call(*args, **kwargs):
+            return getattr(import_module(module), function)(*args, **kwargs)
+        call.__name__ = function
+        call.__qualname__ = "%s.%s" % (module.rsplit(".", 1)[-1], function)
+        return call
+
+
+def deferred(name, package="plugin_utils"):
+    """plugins/<package>/<name>.py for a filter file: ``deferred("k3s").version_problem`` is a function
+    that imports the module at its first call. Why: to resolve one collection filter, ansible-core loads
+    the collection's filter files in turn up to the one that has it, in every worker process (a fresh one
+    per task and host), and compiles collection Python from source there each time (no bytecode cache):
+    a filter file that imported its modules at the top made every task using any of our filters compile
+    most of plugin_utils (a sixth of a render's CPU time; docs/development.md). Functions only: read a
+    constant with a plain import where it is used."""
+    return _Deferred(_PACKAGE + package + "." + name)
 
 
 def wrap(function, name=None, errors=(ValueError, KeyError, TypeError)):
