@@ -6,6 +6,7 @@
 phase_gate(reason, phase, lab, switched_off): {status, msg}; SKIPPED only in a lab or when switched off.
 command_failure(result, secrets, what): a failed module result as one message, secrets redacted.
 terraform_failure(result, secrets, directory, check_mode): a failed terraform run's message, naming its step.
+unreachable_nodes(addresses, state, state_path, provision_enabled, lab): what to do about nodes that do not answer.
 """
 
 from __future__ import (absolute_import, division, print_function)
@@ -24,4 +25,5 @@ class FilterModule(object):
             "phase_gate": wrap(phase.phase_gate, "phase_gate"),
             "command_failure": wrap(phase.command_failure, "command_failure"),
             "terraform_failure": wrap(phase.terraform_failure, "terraform_failure"),
+            "unreachable_nodes": wrap(phase.unreachable_nodes, "unreachable_nodes"),
         }

@@ -12,6 +12,8 @@ when the user switched that part off; anywhere else it fails with ``FAILED <phas
 from __future__ import (absolute_import, division, print_function)
 __metaclass__ = type
 
+import json
+
 RUN = ""
 SKIPPED = "SKIPPED"
 FAIL = "FAIL"
@@ -115,3 +117,70 @@ def terraform_failure(result, secrets, directory, check_mode=False):
         what = "terraform init (the provider download) in %s" % directory
         return command_failure(result, secrets, what) + "\n" + TERRAFORM_INIT_HINT
     return command_failure(result, secrets, "terraform %s in %s" % (step, directory))
+
+
+def _state_vms(state):
+    """{VM name: (vm_id, Proxmox node)} of the bpg/proxmox VMs in a Terraform state's text, or None when the
+    text is not a Terraform state (terraform.tfstate: JSON with ``resources``; its ``instances`` carry
+    ``attributes``, the VM's ``name``, ``vm_id`` and ``node_name`` as terraform/proxmox/main.tf sets them)."""
+    try:
+        data = json.loads(state)
+    except (TypeError, ValueError):
+        return None
+    if not isinstance(data, dict) or not isinstance(data.get("resources"), list):
+        return None
+    vms = {}
+    for resource in data["resources"]:
+        if not isinstance(resource, dict) or resource.get("type") != "proxmox_virtual_environment_vm" \
+                or resource.get("mode", "managed") != "managed":
+            continue
+        for instance in resource.get("instances") or []:
+            attributes = instance.get("attributes") if isinstance(instance, dict) else None
+            if isinstance(attributes, dict) and attributes.get("name"):
+                vms[str(attributes["name"])] = (attributes.get("vm_id"), attributes.get("node_name"))
+    return vms
+
+
+def unreachable_nodes(unreachable, addresses, state, state_path, provision_enabled=True, lab=False):  # noqa: PLR0917 - a filter: Jinja passes by position
+    """What to do about cluster nodes that do not answer: ``{stop, msg}`` (``msg`` empty when every node
+    answered). For each node, whether its VM exists according to the Terraform state ``provision.yml`` keeps
+    at ``state_path`` (``state``: that file's text, ``''`` when there is none): a VM that was never created
+    (no state, not in it, provisioning switched off, a lab container) stops the run, told to run
+    provision.yml; one whose VM exists is told to start it or fix its address, and the run goes on without
+    it, as k3s.yml leaves a node that does not answer out (docs/k3s.md)."""
+    hosts = [str(host) for host in unreachable or []]
+    if not hosts:
+        return {"stop": False, "msg": ""}
+    addresses = addresses if isinstance(addresses, dict) else {}
+    vms = _state_vms(state) if state else None
+    lines = []
+    stop = False
+    for host in hosts:
+        where = "%s (%s)" % (host, addresses.get(host) or host)
+        exists = False
+        if _flag(lab):
+            why = "the lab's container is not running: start the lab again (make lab)"
+        elif not _flag(provision_enabled):
+            why = ("gpu_cluster_provision_enabled is false, so this collection does not create the VMs: create and "
+                   "start this VM yourself, or set it true and run playbooks/provision.yml")
+        elif vms is None and not state:
+            why = ("there is no Terraform state at %s: the VMs have not been created from this inventory; run "
+                   "playbooks/provision.yml first (site.yml runs it unless --tags or --skip-tags leave it out)" % state_path)
+        elif vms is None:
+            why = ("%s is not a Terraform state this collection can read, so whether the VM exists is unknown: run "
+                   "playbooks/provision.yml, which creates what is missing" % state_path)
+        elif host in vms:
+            exists = True
+            vm_id, node = vms[host]
+            why = ("its VM exists (vm_id %s on Proxmox node %s, per the Terraform state at %s): start it (qm start %s) "
+                   "and check that ansible_host is its address and that SSH lets ansible_user in; this run goes on "
+                   "without it" % (vm_id, node, state_path, vm_id))
+        else:
+            why = ("no VM of that name is in the Terraform state at %s: run playbooks/provision.yml, which creates "
+                   "the VMs the inventory describes" % state_path)
+        stop = stop or not exists
+        lines.append((where, why))
+    if len(lines) == 1:
+        return {"stop": stop, "msg": "%s does not answer over SSH: %s" % lines[0]}
+    return {"stop": stop, "msg": "\n".join(["%d nodes do not answer over SSH:" % len(lines)]
+                                           + ["- %s: %s" % line for line in lines])}

@@ -2,8 +2,12 @@
 
 from __future__ import annotations
 
+from pathlib import Path
+
 import pytest
 from ansible_collections.cps.gpu_cluster.plugins.plugin_utils import phase
+
+REPO = Path(__file__).resolve().parents[4]
 
 
 @pytest.mark.parametrize("reason, lab, switched_off, status", [
@@ -97,3 +101,62 @@ def test_terraform_failure_of_the_provider_download_says_what_to_do_offline():
     assert "terraform providers mirror" in message and "gpu_cluster_terraform_plugin_paths" in message
     assert phase.terraform_failure(APPLY_FAILED, [], "/tf").startswith("terraform apply in /tf failed (rc 1): Error: creating VM")
     assert phase.terraform_failure(PLAN_FAILED, [], "/tf").startswith("terraform plan in /tf failed: Terraform plan could not")
+
+
+# A Terraform state as terraform writes it (tests/fixtures/SOURCES.md, terraform/): cp1-cp3 and wk-gpu1 exist.
+STATE = (REPO / "tests" / "fixtures" / "terraform" / "vms.tfstate").read_text()
+STATE_PATH = "/home/me/homelab/.gpu-cluster/terraform/terraform.tfstate"
+ADDRESSES = {"cp1": "10.0.0.11", "wk-gpu1": "10.0.0.21", "wk-gpu2": "10.0.0.22"}
+
+
+def test_unreachable_nodes_every_node_answered():
+    assert phase.unreachable_nodes([], ADDRESSES, STATE, STATE_PATH) == {"stop": False, "msg": ""}
+    assert phase.unreachable_nodes(None, ADDRESSES, "", STATE_PATH) == {"stop": False, "msg": ""}
+
+
+def test_unreachable_nodes_without_a_state_stop_and_say_run_provision_first():
+    result = phase.unreachable_nodes(["cp1", "wk-gpu2"], ADDRESSES, "", STATE_PATH)
+    assert result["stop"] is True
+    lines = result["msg"].splitlines()
+    assert lines[0] == "2 nodes do not answer over SSH:"
+    assert lines[1].startswith(f"- cp1 (10.0.0.11): there is no Terraform state at {STATE_PATH}")
+    assert "run playbooks/provision.yml first" in lines[1] and "run playbooks/provision.yml first" in lines[2]
+
+
+def test_unreachable_nodes_tell_an_existing_vm_from_a_missing_one():
+    result = phase.unreachable_nodes(["wk-gpu1", "wk-gpu2"], ADDRESSES, STATE, STATE_PATH)
+    existing, missing = result["msg"].splitlines()[1:]
+    assert existing.startswith("- wk-gpu1 (10.0.0.21): its VM exists (vm_id 201 on Proxmox node pve1")
+    assert "qm start 201" in existing and "ansible_host" in existing
+    assert missing.startswith(f"- wk-gpu2 (10.0.0.22): no VM of that name is in the Terraform state at {STATE_PATH}")
+    assert "run playbooks/provision.yml" in missing
+    assert result["stop"] is True  # a VM that was never created: nothing later can work on it
+
+
+def test_an_existing_vm_that_does_not_answer_is_reported_and_the_run_goes_on():
+    # as k3s.yml does with a node that does not answer (docs/k3s.md): it leaves the node out of the run
+    result = phase.unreachable_nodes(["wk-gpu1"], ADDRESSES, STATE, STATE_PATH)
+    assert result["stop"] is False
+    assert result["msg"].startswith("wk-gpu1 (10.0.0.21) does not answer over SSH: its VM exists (vm_id 201 ")
+    assert result["msg"].endswith("this run goes on without it")
+
+
+def test_unreachable_nodes_read_only_the_vms_terraform_created():
+    # the data source and the inventory file are in the state but are not VMs of this module
+    result = phase.unreachable_nodes(["existing", "inventory"], {}, STATE, STATE_PATH)
+    assert result["msg"].count("no VM of that name") == 2 and result["stop"] is True
+
+
+@pytest.mark.parametrize("state", ["not json", "[]", '{"version": 4}', '{"resources": {}}'])
+def test_unreachable_nodes_with_a_state_that_cannot_be_read(state):
+    result = phase.unreachable_nodes(["cp1"], ADDRESSES, state, STATE_PATH)
+    assert f"{STATE_PATH} is not a Terraform state this collection can read" in result["msg"]
+    assert result["stop"] is True
+
+
+def test_unreachable_nodes_in_a_lab_and_without_provisioning():
+    result = phase.unreachable_nodes(["cp1"], ADDRESSES, STATE, STATE_PATH, True, True)
+    assert "the lab's container is not running" in result["msg"] and result["stop"] is True
+    result = phase.unreachable_nodes(["cp9"], ADDRESSES, STATE, STATE_PATH, "false", False)
+    assert result["msg"].startswith("cp9 (cp9) does not answer over SSH: gpu_cluster_provision_enabled is false")
+    assert result["stop"] is True
