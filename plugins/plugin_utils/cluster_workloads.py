@@ -295,3 +295,31 @@ def proof(groups, hostvars, model=None):
 def schedule_problems(groups, hostvars):
     """Preflight: the workloads that fit no node, one message each (scheduling.prove)."""
     return proof(groups, hostvars)["problems"]
+
+
+def idle_pools(groups, hostvars, model=None):
+    """The sound GPU pools that no application would run on (issue 43): ``[(pool, resource)]`` of each pool
+    whose resource no vLLM model and no JupyterHub profile asks for on the pool's nodes, within the pools'
+    quotas, the verify Jobs left out (they exercise every pool by design). A pool like that holds GPUs that
+    nothing the inventory describes uses; preflight warns about it."""
+    model = model or cluster_model.build(groups, hostvars)
+    if not model["pools"]:
+        return []
+    values = inventory_values(groups, hostvars)
+    gpu = model.get("gpu_tolerations")
+    apps = [workload for workload in llm_workloads(groups, hostvars, values, gpu) + jupyterhub_workloads(groups, hostvars, values, gpu)
+            if not workload.get("daemon_set")]
+    quotas, limits = pool_quotas(groups, hostvars, model), admission_limits(model)
+    rows = scheduling.prove(apps, model["nodes"], quotas, limits)["rows"]
+    pool_of = dict((node["name"], node.get("pool") or "") for node in model["nodes"])
+    resource = dict((pool["name"], gpu_pools.pool_resource(pool)) for pool in model["pools"])
+    served = set()
+    for workload, row in zip(apps, rows):
+        requests = scheduling.pod_requests(workload["pod"])
+        if scheduling.uncovered(requests, workload.get("namespace") or "default", quotas, limits):
+            continue  # the API server would not admit it (limitedResources without a quota of its namespace)
+        for node in row["nodes"]:
+            pool = pool_of.get(node)
+            if pool and requests.get(resource[pool], 0) > 0:
+                served.add(pool)
+    return [(pool, resource[pool["name"]]) for pool in model["pools"] if pool["name"] not in served]

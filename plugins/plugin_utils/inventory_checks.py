@@ -36,6 +36,7 @@ from ansible_collections.cps.gpu_cluster.plugins.plugin_utils.management import 
 from ansible_collections.cps.gpu_cluster.plugins.plugin_utils.versions import file_problems as versions_file_problems
 from ansible_collections.cps.gpu_cluster.plugins.plugin_utils.versions import safe_pinned, inventory_version_warnings
 from ansible_collections.cps.gpu_cluster.plugins.plugin_utils.cluster_workloads import VALUES as WORKLOAD_VALUES, schedule_problems
+from ansible_collections.cps.gpu_cluster.plugins.plugin_utils.cluster_workloads import idle_pools
 from ansible_collections.cps.gpu_cluster.plugins.plugin_utils.k3s import refused_node_labels
 from ansible_collections.cps.gpu_cluster.plugins.plugin_utils import backups, cluster_logs, gpu_monitoring, input_checks, known_variables, node_vars
 from ansible_collections.cps.gpu_cluster.plugins.plugin_utils.forms import (
@@ -1289,7 +1290,8 @@ def inventory_warnings(groups, hostvars):
 
     - a K3s node whose ``ansible_host`` is a DNS name whose first label is not the inventory name
       (k3s registers the node under its inventory name; the name suggests another machine);
-    - a host in no group of the contract (no phase touches it).
+    - a host in no group of the contract (no phase touches it);
+    - a GPU pool no application would run on (cluster_workloads.idle_pools).
     """
     groups, hostvars = _plain(groups, hostvars)
     warnings = []
@@ -1313,5 +1315,17 @@ def inventory_warnings(groups, hostvars):
             warnings.append("%s: is in no group of the contract (%s), so no phase uses it; %s" % (host, ", ".join(CONTRACT_GROUPS), LAYOUT))
     warnings.extend(_guarded(jupyterhub_warnings, groups, hostvars))
     warnings.extend(_guarded(llm_warnings, groups, hostvars))
+    warnings.extend(_guarded(pool_warnings, groups, hostvars))
     warnings.extend(inventory_version_warnings(groups, hostvars))
     return warnings
+
+
+def pool_warnings(groups, hostvars):
+    """A GPU pool that serves nothing: no vLLM model and no JupyterHub profile would run on it (issue 43);
+    only the verify Jobs would use its GPUs."""
+    return ["gpu_cluster_gpu_pools: pool %s (%s on %s) serves no workload: no vLLM model and no JupyterHub profile "
+            "asks for %s on its nodes, so only the verify Jobs would use its GPUs; give a model or a profile "
+            "pool: %s (docs/gpu-pools.md), or remove the pool" % (pool["name"], resource, ", ".join(pool.get("nodes") or []),
+                                                                  resource, pool["name"])
+            for pool, resource in idle_pools(dict((name, _group(groups, name)) for name in groups),
+                                             dict((host, _vars(hostvars, host)) for host in hostvars))]

@@ -16,7 +16,7 @@ import yaml
 from ansible_collections.cps.gpu_cluster.plugins.filter.k3s_setup import FilterModule as K3sFilters
 from ansible_collections.cps.gpu_cluster.plugins.plugin_utils import cluster_model as cmod
 from ansible_collections.cps.gpu_cluster.plugins.plugin_utils import cluster_workloads as cw
-from ansible_collections.cps.gpu_cluster.plugins.plugin_utils import gpu_pools, jupyterhub, vllm
+from ansible_collections.cps.gpu_cluster.plugins.plugin_utils import gpu_pools, inventory_checks, jupyterhub, vllm
 from ansible_collections.cps.gpu_cluster.plugins.plugin_utils import scheduling as sch
 
 REPO = Path(__file__).resolve().parents[4]
@@ -484,3 +484,69 @@ def test_switched_on_decides_for_an_optional_feature():
     assert cmod.switched_on({"on": True}, model, problems, settings) == ({"enabled": True}, model["nodes"], True)
     assert cmod.switched_on({"on": True}, model, problems, settings, infra=False)[2] is False
     assert cmod.switched_on({"on": True}, None, problems, settings) == ({"enabled": True}, [], False)
+
+
+# --- every GPU pool of the reference homelab serves a workload (issue 43): the time-sliced pool a notebook
+# profile, the MIG pool a model; a pool that serves nothing is a preflight warning
+
+def test_every_pool_of_the_homelab_serves_an_application(homelab):
+    groups, hostvars = homelab
+    assert cw.idle_pools(groups, hostvars) == []
+    assert not [w for w in inventory_checks.inventory_warnings(groups, hostvars) if "serves no workload" in w]
+    # and the proof places each pool's application there
+    proof = cw.proof(groups, hostvars)
+    rows = dict((row["workload"], row) for row in proof["rows"])
+    assert rows["JupyterHub profile shared-1"]["nodes"] == ["wk-gpu3"]
+    assert rows["vLLM model BAAI/bge-base-en-v1.5 (Deployment llm/embed)"]["nodes"] == ["wk-gpu4"]
+
+
+def test_the_homelab_quotas_grant_no_more_gpus_than_their_pools_have(homelab):
+    groups, hostvars = homelab
+    model = cmod.build(groups, hostvars)
+    capacity = {}
+    for node in model["nodes"]:
+        for resource, amount in (node.get("allocatable") or {}).items():
+            if resource.startswith("nvidia.com/"):
+                capacity[resource] = capacity.get(resource, 0) + int(amount)
+    quota = hostvars["cp1"]["gpu_cluster_jupyterhub_quota"]
+    profiles = hostvars["cp1"]["gpu_cluster_jupyterhub_profiles"]
+    pools = hostvars["cp1"]["gpu_cluster_gpu_pools"]
+    hard = jupyterhub.namespace_objects({"quota": quota, "pools": pools}, profiles)[0]["spec"]["hard"]
+    gpu_hard = dict((name[len("requests."):], int(value)) for name, value in hard.items() if name.startswith("requests.nvidia.com/"))
+    assert gpu_hard and all(value <= capacity[resource] for resource, value in gpu_hard.items()), (gpu_hard, capacity)
+    for quota_object in cw.pool_quotas(groups, hostvars, model):
+        for name, value in quota_object["spec"]["hard"].items():
+            resource = name[len("requests."):]
+            if resource in capacity:
+                assert int(value) <= capacity[resource], (quota_object, capacity)
+
+
+@pytest.mark.parametrize("change, pool, resource", [
+    # the notebook profile on the time-sliced pool taken out: nothing asks nvidia.com/gpu.shared
+    ("hub", "notebooks", "nvidia.com/gpu.shared"),
+    # the embedding model back on whole GPUs: nothing asks a MIG slice
+    ("llm", "inference", "nvidia.com/mig-1g.10gb"),
+])
+def test_a_pool_that_serves_nothing_is_a_preflight_warning(homelab, change, pool, resource):
+    if change == "hub":
+        profiles = [p for p in homelab[1]["cp1"]["gpu_cluster_jupyterhub_profiles"] if p.get("pool") != "notebooks"]
+        groups, hostvars = variant(homelab, gpu_cluster_jupyterhub_profiles=profiles)
+    else:
+        models = [dict((k, v) for k, v in m.items() if k != "pool") for m in homelab[1]["cp1"]["gpu_cluster_llm_models"]]
+        groups, hostvars = variant(homelab, gpu_cluster_llm_models=models)
+    assert [(p["name"], r) for p, r in cw.idle_pools(groups, hostvars)] == [(pool, resource)]
+    warnings = [w for w in inventory_checks.inventory_warnings(groups, hostvars) if "serves no workload" in w]
+    assert len(warnings) == 1 and warnings[0].startswith(f"gpu_cluster_gpu_pools: pool {pool} ({resource} on ")
+    assert f"pool: {pool}" in warnings[0]
+    # a warning, never a problem
+    assert not [p for p in inventory_checks.inventory_problems(groups, hostvars) if "serves no workload" in p]
+
+
+def test_a_model_the_pools_quota_keeps_out_does_not_serve_the_pool(homelab):
+    # the MIG pool is reserved for namespace llm: its resource is in the API server's limitedResources, so
+    # a namespace without a quota granting it cannot use it (k8s.io/apiserver resourcequota admission,
+    # scheduling.uncovered): the embedding model in another namespace does not serve the pool
+    models = [dict(m, namespace="search") if m.get("pool") == "inference" else m
+              for m in homelab[1]["cp1"]["gpu_cluster_llm_models"]]
+    groups, hostvars = variant(homelab, gpu_cluster_llm_models=models)
+    assert "inference" in [p["name"] for p, _r in cw.idle_pools(groups, hostvars)]
