@@ -211,8 +211,8 @@ def test_every_profile_pod_is_built_by_kubespawner_and_valid(renders, tmp_path, 
         key, value = USER_PODS.split("=")
         assert pod["metadata"]["labels"][key] == value, where
         built.append(where)
-    # homelab: cpu, gpu-1 x2 images, gpu-2 x2; variant: cpu, gpu-1 (one image), shared-1 x2 (gpu-4 dropped)
-    assert len(built) == 9, built
+    # homelab: cpu, gpu-1 x2 images, gpu-2 x2, shared-1 x2; variant: cpu, gpu-1 (one image), shared-1 x2 (gpu-4 dropped)
+    assert len(built) == 11, built
 
 
 def check_pod(pod, profile, choice, where):
@@ -247,10 +247,15 @@ def check_pod(pod, profile, choice, where):
     assert container["args"][:2] == ["sh", "-c"] and "jupyterhub-singleuser" in container["args"][2], where
 
 
-def test_homelab_profiles_are_cpu_1_and_2_gpus(renders):
+def test_homelab_profiles_are_cpu_1_and_2_gpus_and_a_time_sliced_share(renders):
+    # inventories/homelab/group_vars/all/jupyterhub.yml: shared-1 on the time-sliced pool notebooks (issue 43:
+    # each pool of the reference homelab serves a workload)
     profiles = values_of(renders, "homelab")["singleuser"]["profileList"]
-    assert [p["slug"] for p in profiles] == ["cpu", "gpu-1", "gpu-2"]
+    assert [p["slug"] for p in profiles] == ["cpu", "gpu-1", "gpu-2", "shared-1"]
     assert profiles[0].get("default") is True
+    shared = profiles[3]["kubespawner_override"]
+    assert shared["extra_resource_limits"] == {"nvidia.com/gpu.shared": "1"}
+    assert shared["node_selector"] == {"gpu-cluster.cps/gpu-pool": "notebooks"}
 
 
 def test_variant_pool_profile_and_dropped_profile(renders):
@@ -307,10 +312,12 @@ def test_the_gpu_profiles_images_are_warm_on_the_gpu_workers(renders):
 
 def test_quota_from_the_inventory(renders):
     quota = next(d for _p, d in manifests(bundle(renders, "homelab")) if d["kind"] == "ResourceQuota")
+    # the homelab's gpu_cluster_jupyterhub_quota gpu: 4, for each GPU resource its profiles use (no more than the
+    # pool training's 4 whole GPUs; 4 of the pool notebooks' 8 shares)
     assert quota["spec"]["hard"] == {"requests.cpu": "96", "requests.memory": "512Gi", "persistentvolumeclaims": "100",
-                                     "requests.nvidia.com/gpu": "6"}
+                                     "requests.nvidia.com/gpu": "4", "requests.nvidia.com/gpu.shared": "4"}
     quota = next(d for _p, d in manifests(bundle(renders, "variant")) if d["kind"] == "ResourceQuota")
-    assert quota["spec"]["hard"]["requests.nvidia.com/gpu.shared"] == "6"
+    assert quota["spec"]["hard"]["requests.nvidia.com/gpu.shared"] == "4"
 
 
 def test_no_secret_in_the_bundle(renders):

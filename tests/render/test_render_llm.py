@@ -167,15 +167,18 @@ def test_rendered_pods(renders):
     cluster = renders["deployment"]
     qwen = objects(cluster / "qwen")[("Deployment", "qwen")]
     embed = objects(cluster / "embed")[("Deployment", "embed")]
-    for deployment, memory, args in ((qwen, "8Gi", []), (embed, "4Gi", ["--runner", "pooling"])):
+    # qwen on whole GPUs; embed on one MIG slice of the pool inference (the homelab's llm.yml, issue 43)
+    for deployment, memory, args, selector, gpu in (
+            (qwen, "8Gi", [], {"gpu": "true"}, "nvidia.com/gpu"),
+            (embed, "4Gi", ["--runner", "pooling"], {"gpu-cluster.cps/gpu-pool": "inference"}, "nvidia.com/mig-1g.10gb")):
         pod = deployment["spec"]["template"]["spec"]
         (container,) = pod["containers"]
         assert container["image"].startswith("docker.io/vllm/vllm-openai:v")
         assert pod["runtimeClassName"] == "nvidia"
-        assert pod["nodeSelector"] == {"gpu": "true"}
+        assert pod["nodeSelector"] == selector
         assert {"key": "nvidia.com/gpu", "operator": "Exists", "effect": "NoSchedule"} in pod["tolerations"]
         assert {"name": "dshm", "emptyDir": {"medium": "Memory", "sizeLimit": "2Gi"}} in pod["volumes"]
-        assert container["resources"]["limits"] == {"cpu": "2", "memory": memory, "nvidia.com/gpu": "1"}
+        assert container["resources"]["limits"] == {"cpu": "2", "memory": memory, gpu: "1"}
         assert container["args"][-len(args):] == args if args else "--runner" not in container["args"]
         for probe in ("startupProbe", "readinessProbe", "livenessProbe"):
             assert container[probe]["httpGet"] == {"path": "/health", "port": "http"}
