@@ -22,7 +22,7 @@ import pytest
 
 REPO = Path(__file__).resolve().parents[2]
 ANSIBLE_PLAYBOOK = shutil.which("ansible-playbook") or str(REPO / ".venv" / "bin" / "ansible-playbook")
-STATE = REPO / "tests" / "fixtures" / "terraform" / "vms.tfstate"  # cp1-cp3 and wk-gpu1 exist (SOURCES.md)
+STATE = REPO / "tests" / "fixtures" / "terraform" / "vms-state.json"  # cp1-cp3 and wk-gpu1 exist (SOURCES.md)
 
 
 @pytest.fixture()

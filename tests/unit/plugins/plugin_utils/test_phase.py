@@ -104,7 +104,7 @@ def test_terraform_failure_of_the_provider_download_says_what_to_do_offline():
 
 
 # A Terraform state as terraform writes it (tests/fixtures/SOURCES.md, terraform/): cp1-cp3 and wk-gpu1 exist.
-STATE = (REPO / "tests" / "fixtures" / "terraform" / "vms.tfstate").read_text()
+STATE = (REPO / "tests" / "fixtures" / "terraform" / "vms-state.json").read_text()
 STATE_PATH = "/home/me/homelab/.gpu-cluster/terraform/terraform.tfstate"
 ADDRESSES = {"cp1": "10.0.0.11", "wk-gpu1": "10.0.0.21", "wk-gpu2": "10.0.0.22"}
 
