@@ -22,6 +22,7 @@ ENV = dict(os.environ,
            ANSIBLE_FORCE_COLOR="0",
            ANSIBLE_STDOUT_CALLBACK="default")
 MODELS = yaml.safe_load((HOMELAB / "group_vars" / "all" / "llm.yml").read_text())["gpu_cluster_llm_models"]
+WHOLE_GPU_MODELS = [dict((k, v) for k, v in model.items() if k != "pool") for model in MODELS]
 
 
 def playbook(*args):
@@ -42,7 +43,7 @@ def unreachable_kubeconfig(path):
 def test_homelab_declares_exactly_qwen_and_embed():
     assert MODELS == [
         {"name": "qwen", "model": "Qwen/Qwen2.5-1.5B-Instruct", "gpu": 1, "ingress_host": "qwen.127.0.0.1.nip.io"},
-        {"name": "embed", "model": "BAAI/bge-base-en-v1.5", "gpu": 1},
+        {"name": "embed", "model": "BAAI/bge-base-en-v1.5", "gpu": 1, "pool": "inference"},
     ]
 
 
@@ -110,7 +111,8 @@ def test_verify_reports_llm_endpoints_skipped(tmp_path):
     rc, out = playbook(REPO / "playbooks" / "verify.yml", "-i", inventory, "-e", "gpu_cluster_name=llmtest",
                        "-e", f"gpu_cluster_kubeconfig={tmp_path}/absent", "-e", f"gpu_cluster_verify_report_dir={tmp_path}",
                        # a one-worker inventory that is not a whole cluster: preflight is off, verify is under test
-                       "-e", json.dumps({"gpu_cluster_lab": True, "gpu_cluster_llm_models": MODELS,
+                       # the homelab's models on whole GPUs (this inventory declares no pools)
+                       "-e", json.dumps({"gpu_cluster_lab": True, "gpu_cluster_llm_models": WHOLE_GPU_MODELS,
                                          "gpu_cluster_preflight": False}))
     assert rc == 0, out[-3000:]
     assert out.count("SKIPPED verify: LLM endpoints: kubeconfig") == 1, out[-3000:]

@@ -56,12 +56,24 @@ def trimmed(inventory_json: dict, hosts: set[str]) -> dict:
 
 def trimmed_pools(hostvars: dict, hosts: set[str]) -> dict:
     """The homelab's example GPU pools name its four GPU workers: a trimmed inventory keeps the pools
-    of the workers it keeps (with those workers only)."""
+    of the workers it keeps (with those workers only), as a user trimming the homelab would; the models
+    and notebook profiles placed on a dropped pool go with it (a model back on whole GPUs, the profile
+    left out), as preflight requires of every pool a workload names."""
     pools = hostvars.get("gpu_cluster_gpu_pools")
     if not isinstance(pools, list):
         return hostvars
     kept = [dict(pool, nodes=[n for n in pool.get("nodes", []) if n in hosts]) for pool in pools]
-    return dict(hostvars, gpu_cluster_gpu_pools=[pool for pool in kept if pool["nodes"]])
+    kept = [pool for pool in kept if pool["nodes"]]
+    names = {pool["name"] for pool in kept}
+    trimmed_vars = dict(hostvars, gpu_cluster_gpu_pools=kept)
+    if isinstance(hostvars.get("gpu_cluster_llm_models"), list):
+        trimmed_vars["gpu_cluster_llm_models"] = [
+            model if "pool" not in model or model["pool"] in names else dict((k, v) for k, v in model.items() if k != "pool")
+            for model in hostvars["gpu_cluster_llm_models"]]
+    if isinstance(hostvars.get("gpu_cluster_jupyterhub_profiles"), list):
+        trimmed_vars["gpu_cluster_jupyterhub_profiles"] = [
+            profile for profile in hostvars["gpu_cluster_jupyterhub_profiles"] if "pool" not in profile or profile["pool"] in names]
+    return trimmed_vars
 
 
 @pytest.fixture(scope="module")
