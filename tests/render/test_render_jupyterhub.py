@@ -46,6 +46,11 @@ VARIANT = {
     "gpu_cluster_jupyterhub_oauth_client_secret": SECRET_MARKER,
     "gpu_cluster_jupyterhub_cert_issuer": "letsencrypt",
     "gpu_cluster_jupyterhub_named_servers": True,
+    # the homelab's models, on whole GPUs: this variant's only pool is "shared" (the homelab's embed names
+    # the pool inference, which preflight requires to exist)
+    "gpu_cluster_llm_models": [dict((k, v) for k, v in model.items() if k != "pool")
+                               for model in yaml.safe_load((HOMELAB / "group_vars" / "all" / "llm.yml").read_text())
+                               ["gpu_cluster_llm_models"]],
 }
 KUBECONFIG = """apiVersion: v1
 kind: Config
