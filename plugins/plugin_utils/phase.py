@@ -141,13 +141,15 @@ def _state_vms(state):
     return vms
 
 
-def unreachable_nodes(unreachable, addresses, state, state_path, provision_enabled=True, lab=False):  # noqa: PLR0917 - a filter: Jinja passes by position
+def unreachable_nodes(unreachable, addresses, state, state_path, provision_enabled=True, lab=False, own_dir=False):  # noqa: PLR0917 - a filter: Jinja passes by position
     """What to do about cluster nodes that do not answer: ``{stop, msg}`` (``msg`` empty when every node
     answered). For each node, whether its VM exists according to the Terraform state ``provision.yml`` keeps
     at ``state_path`` (``state``: that file's text, ``''`` when there is none): a VM that was never created
     (no state, not in it, provisioning switched off, a lab container) stops the run, told to run
     provision.yml; one whose VM exists is told to start it or fix its address, and the run goes on without
-    it, as k3s.yml leaves a node that does not answer out (docs/k3s.md)."""
+    it, as k3s.yml leaves a node that does not answer out (docs/k3s.md). ``own_dir``: the user's own Terraform
+    module (gpu_cluster_terraform_dir), whose state may live in a remote backend: no local state there says
+    nothing about the VMs, so the node is reported and the run goes on."""
     hosts = [str(host) for host in unreachable or []]
     if not hosts:
         return {"stop": False, "msg": ""}
@@ -163,6 +165,11 @@ def unreachable_nodes(unreachable, addresses, state, state_path, provision_enabl
         elif not _flag(provision_enabled):
             why = ("gpu_cluster_provision_enabled is false, so this collection does not create the VMs: create and "
                    "start this VM yourself, or set it true and run playbooks/provision.yml")
+        elif vms is None and not state and _flag(own_dir):
+            exists = True  # unknown, not absent: the run goes on as k3s.yml would
+            why = ("there is no local Terraform state at %s (gpu_cluster_terraform_dir is a module of your own; its state "
+                   "may be in a remote backend), so whether its VM exists is unknown: check that it runs and that "
+                   "ansible_host is its address; this run goes on without it" % state_path)
         elif vms is None and not state:
             why = ("there is no Terraform state at %s: the VMs have not been created from this inventory; run "
                    "playbooks/provision.yml first (site.yml runs it unless --tags or --skip-tags leave it out)" % state_path)

@@ -160,3 +160,15 @@ def test_unreachable_nodes_in_a_lab_and_without_provisioning():
     result = phase.unreachable_nodes(["cp9"], ADDRESSES, STATE, STATE_PATH, "false", False)
     assert result["msg"].startswith("cp9 (cp9) does not answer over SSH: gpu_cluster_provision_enabled is false")
     assert result["stop"] is True
+
+
+def test_no_local_state_of_a_module_of_ones_own_is_unknown_not_absent():
+    # gpu_cluster_terraform_dir: the user's module may keep its state in a remote backend (no terraform.tfstate
+    # in its directory), so the missing file says nothing about the VM: reported, and the run goes on
+    result = phase.unreachable_nodes(["wk-gpu2"], ADDRESSES, "", STATE_PATH, True, False, True)
+    assert result["stop"] is False
+    assert "whether its VM exists is unknown" in result["msg"] and "remote backend" in result["msg"]
+    # the collection's own module keeps a local state: no file means never provisioned
+    assert phase.unreachable_nodes(["wk-gpu2"], ADDRESSES, "", STATE_PATH, True, False, False)["stop"] is True
+    # a local state of one's own module is read as any other
+    assert phase.unreachable_nodes(["wk-gpu2"], ADDRESSES, STATE, STATE_PATH, True, False, True)["stop"] is True
