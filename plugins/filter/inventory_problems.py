@@ -10,10 +10,12 @@ import os
 
 import yaml
 
+from ansible.errors import AnsibleFilterError
 
 from ansible_collections.cps.gpu_cluster.plugins.plugin_utils.filter_errors import deferred, plain_inventory
 
 _checks = deferred("inventory_checks")
+_secrets = deferred("secrets_needed")
 
 
 ROLES_DIR = os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "..", "roles")
@@ -68,10 +70,16 @@ def _plain(filter_name, groups, hostvars):
     return plain_groups, plain_hostvars, problems
 
 
-def inventory_problems(groups, hostvars):
-    """Every problem of the inventory described by groups and hostvars, one message each."""
+def inventory_problems(groups, hostvars, secrets_needed=False):
+    """Every problem of the inventory described by groups and hostvars, one message each;
+    ``secrets_needed``: also the vaulted values of the components this run delivers (true: all)."""
+    try:
+        _secrets.components(secrets_needed)
+    except ValueError as exc:
+        raise AnsibleFilterError("inventory_problems: %s" % exc) from None
     plain_groups, plain_hostvars, untemplated = _plain("inventory_problems", groups, hostvars)
-    return untemplated + _checks.inventory_problems(plain_groups, plain_hostvars, role_specs=role_specs())
+    return untemplated + _checks.inventory_problems(plain_groups, plain_hostvars, role_specs=role_specs(),
+                                                    secrets_needed=secrets_needed)
 
 
 def inventory_warnings(groups, hostvars):

@@ -38,6 +38,7 @@ from ansible_collections.cps.gpu_cluster.plugins.plugin_utils.versions import sa
 from ansible_collections.cps.gpu_cluster.plugins.plugin_utils.cluster_workloads import VALUES as WORKLOAD_VALUES, schedule_problems
 from ansible_collections.cps.gpu_cluster.plugins.plugin_utils.cluster_workloads import idle_pools
 from ansible_collections.cps.gpu_cluster.plugins.plugin_utils.k3s import refused_node_labels
+from ansible_collections.cps.gpu_cluster.plugins.plugin_utils import secrets_needed as secrets_needed_module
 from ansible_collections.cps.gpu_cluster.plugins.plugin_utils import backups, cluster_logs, gpu_monitoring, input_checks, known_variables, node_vars
 from ansible_collections.cps.gpu_cluster.plugins.plugin_utils.forms import (
     DNS_LABEL as DNS_LABEL_RE, DNS_NAME as DNS_NAME_RE, DNS_SUBDOMAIN as DNS_SUBDOMAIN_RE, EMAIL as EMAIL_RE,
@@ -1212,14 +1213,16 @@ def operations_problems(groups, hostvars):
             cluster_logs.problems(cluster_logs.inventory_values(groups, hostvars)))
 
 
-def inventory_problems(groups, hostvars, role_specs=None, schedule=True):
+def inventory_problems(groups, hostvars, role_specs=None, schedule=True, secrets_needed=False):
     """Every problem of an inventory, one message each (empty list: the inventory is sound).
 
     ``groups`` maps group name -> list of host names (Ansible's ``groups``);
     ``hostvars`` maps host name -> dict of that host's variables;
     ``role_specs`` (optional) maps role name -> its argument spec options, to check the role
     variables the inventory sets (the filter reads them from roles/*/meta/argument_specs.yml);
-    ``schedule``: also run the scheduling proof (cluster_workloads), as preflight does.
+    ``schedule``: also run the scheduling proof (cluster_workloads), as preflight does;
+    ``secrets_needed``: the components whose vaulted values the run needs (``secrets_needed``
+    module: True all, False none, or a list of names), judged as their phases read them.
     """
     groups, hostvars = _plain(groups, hostvars)
     problems = []
@@ -1276,6 +1279,8 @@ def inventory_problems(groups, hostvars, role_specs=None, schedule=True):
         # the scheduling proof judges a sound inventory (its workloads are built from the values
         # checked above): every workload must fit a node of the cluster model
         problems.extend(_guarded(schedule_problems, groups, hostvars))
+    # after the proof (a missing vault must not hide what the proof would say)
+    problems.extend(_guarded(secrets_needed_module.secret_problems, groups, hostvars, secrets_needed))
     return problems
 
 

@@ -253,6 +253,10 @@ def rendered(tmp_path_factory) -> dict:
     for name, answers in answer_sets.items():
         repositories[name] = render(answers, tmp_path_factory.mktemp(f"backstage-{name}") / "repo")
         assert REPO not in repositories[name].resolve().parents
+        if answers.get("managementEnabled") and answers.get("managementMode", "rancher") == "rancher":
+            # the README's "Before the first run": the bootstrap password in the vault (decrypted here)
+            (repositories[name] / "inventory" / "group_vars" / "all" / "vault.yml").write_text(
+                "vault_gpu_cluster_rancher_bootstrap_password: test-bootstrap-pw-0123\n")
     with ThreadPoolExecutor(max_workers=len(repositories)) as pool:
         results = dict(zip(repositories, pool.map(run_preflight, repositories.values())))
     return {name: (repositories[name], results[name]) for name in repositories}

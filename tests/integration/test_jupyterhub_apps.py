@@ -79,7 +79,7 @@ def test_verify_is_skipped_with_the_callers_reason(tmp_path):
 
 
 def test_preflight_warns_loudly_about_the_dummy_authenticator():
-    rc, out = playbook(REPO / "playbooks" / "preflight.yml", "-i", HOMELAB,
+    rc, out = playbook(REPO / "playbooks" / "preflight.yml", "-i", HOMELAB, "-e", "@" + str(REPO / "tests" / "fixtures" / "homelab-vault.yml"),
                        "-e", json.dumps({"gpu_cluster_jupyterhub_auth": "dummy", "gpu_cluster_jupyterhub_insecure_lab": True}))
     assert rc == 0, out
     assert "!!! INSECURE: JupyterHub uses the dummy authenticator" in out

@@ -17,7 +17,9 @@ ENV = dict(os.environ, ANSIBLE_CONFIG=str(REPO / "ansible.cfg"), ANSIBLE_COLLECT
 
 
 def management(*extra):
-    cmd = ["ansible-playbook", str(REPO / "playbooks" / "management.yml"), "-i", str(HOMELAB)]
+    # with the values of the homelab's vault (docs/getting-started.md section 4): preflight needs them
+    cmd = ["ansible-playbook", str(REPO / "playbooks" / "management.yml"), "-i", str(HOMELAB),
+           "-e", "@" + str(REPO / "tests" / "fixtures" / "homelab-vault.yml")]
     for item in extra:
         cmd += ["-e", item]
     result = subprocess.run(cmd, cwd=REPO, env=ENV, capture_output=True, text=True, timeout=600, check=False)

@@ -23,6 +23,9 @@ import yaml
 
 REPO = Path(__file__).resolve().parents[2]
 HOMELAB = REPO / "inventories" / "homelab"
+# The decrypted vault a homelab user keeps beside the inventory (docs/getting-started.md section 4):
+# the homelab switches Rancher and Fleet on, whose phase needs the bootstrap password and the Git token.
+VAULT = REPO / "tests" / "fixtures" / "homelab-vault.yml"
 CASES = yaml.safe_load((Path(__file__).parent / "preflight_cases.yml").read_text())
 ANSIBLE_PLAYBOOK = shutil.which("ansible-playbook") or str(REPO / ".venv" / "bin" / "ansible-playbook")
 GOOD = "homelab"
@@ -43,10 +46,13 @@ def merge_patch(target, patch):
     return result
 
 
-def materialise(patch: dict, dest: Path) -> Path:
-    """Copy the homelab inventory to dest and apply patch; returns the inventory directory."""
+def materialise(patch: dict, dest: Path, vault: bool = True) -> Path:
+    """Copy the homelab inventory (with its vault's values, unless ``vault`` is false) to dest and
+    apply patch; returns the inventory directory."""
     inventory = dest / "inventory"
     shutil.copytree(HOMELAB, inventory)
+    if vault:
+        shutil.copy(VAULT, inventory / "group_vars" / "all" / "vault.yml")
     for name, file_patch in (patch or {}).items():
         path = inventory / name
         path.parent.mkdir(parents=True, exist_ok=True)
@@ -130,6 +136,36 @@ def test_bad_inventory_fails_with_its_message(results, case):
     # Touching no host: only localhost ran anything; the homelab addresses are unreachable here.
     assert recap_hosts(output) == ["localhost"], output
     assert "UNREACHABLE" not in output
+
+
+def test_homelab_without_its_vault_is_refused_naming_each_secret(tmp_path):
+    """Issue 43: the homelab switches Rancher and Fleet on; without the vault the management phase would
+    refuse (roles/management/tasks/preflight.yml: management_problems with secrets_needed), after the VMs
+    and K3s existed. Preflight (and site.yml's) refuses it before anything is touched, naming each
+    variable. (render.yml needs no vault: the render tier renders this homelab without one; which
+    phase needs which secrets: tests/unit/plugins/plugin_utils/test_secrets_needed.py.)"""
+    inventory = materialise({}, tmp_path, vault=False)
+    for playbook in ("playbooks/preflight.yml", "playbooks/site.yml", "playbooks/management.yml"):
+        result = run_preflight(inventory, playbook)
+        output = result.stdout + result.stderr
+        assert result.returncode != 0, output
+        assert "The inventory has 2 problem(s)" in output, output
+        assert "gpu_cluster_rancher_bootstrap_password must be set (vaulted, at least 12 characters): " \
+               "playbooks/management.yml needs it" in output, output
+        assert "gpu_cluster_fleet_git_username needs gpu_cluster_fleet_git_password" in output, output
+        assert re.findall(r"^PLAY \[([^\]]+)\]", output, re.M) == ["Preflight"], output
+        assert recap_hosts(output) == ["localhost"], output
+
+
+def test_a_short_vaulted_password_is_refused_without_its_value(tmp_path):
+    """The refusal names the variable, never its value (issue 43: a refusal never shows a secret)."""
+    inventory = materialise({"group_vars/all/vault.yml": {"vault_gpu_cluster_rancher_bootstrap_password": "tiny-s3cret"}},
+                            tmp_path)
+    result = run_preflight(inventory)
+    output = result.stdout + result.stderr
+    assert result.returncode != 0, output
+    assert "gpu_cluster_rancher_bootstrap_password must be set (vaulted, at least 12 characters)" in output, output
+    assert "tiny-s3cret" not in output
 
 
 def test_site_stops_after_a_failed_preflight(tmp_path):
