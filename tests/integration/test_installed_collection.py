@@ -141,6 +141,8 @@ def test_documented_commands_from_the_installed_tarball(built, tmp_path):
     tools.mkdir()
     (tools / "terraform").write_text(FAKE_TERRAFORM)
     (tools / "terraform").chmod(0o755)
+    # and helm (docs/getting-started.md, section 1): preflight asks for it, the homelab delivers directly
+    shutil.copy(REPO / "tests" / "fixtures" / "tools" / "helm-cli" / "helm", tools / "helm")
     # the vault (docs/installing.md): the user's password file, and an $EDITOR that types the homelab's
     # secrets into the file ansible-vault create opens (the real ansible-vault encrypts it)
     (home / ".vault-pass").write_text("vault-password-of-the-test\n")

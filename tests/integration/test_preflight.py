@@ -26,6 +26,10 @@ HOMELAB = REPO / "inventories" / "homelab"
 # The decrypted vault a homelab user keeps beside the inventory (docs/getting-started.md section 4):
 # the homelab switches Rancher and Fleet on, whose phase needs the bootstrap password and the Git token.
 VAULT = REPO / "tests" / "fixtures" / "homelab-vault.yml"
+# What a user's control node has besides (docs/getting-started.md, section 1): helm and terraform on PATH,
+# as stand-ins that answer only the version questions preflight asks (run_needs)
+TOOLS = REPO / "tests" / "fixtures" / "tools"
+TOOL_PATH = f"{TOOLS / 'helm-cli'}:{TOOLS / 'terraform-cli'}"
 CASES = yaml.safe_load((Path(__file__).parent / "preflight_cases.yml").read_text())
 ANSIBLE_PLAYBOOK = shutil.which("ansible-playbook") or str(REPO / ".venv" / "bin" / "ansible-playbook")
 GOOD = "homelab"
@@ -61,9 +65,11 @@ def materialise(patch: dict, dest: Path, vault: bool = True) -> Path:
     return inventory
 
 
-def run_preflight(inventory: Path, playbook: str = "playbooks/preflight.yml", *args: str) -> subprocess.CompletedProcess:
+def run_preflight(inventory: Path, playbook: str = "playbooks/preflight.yml", *args: str,
+                  path: str | None = None) -> subprocess.CompletedProcess:
     env = dict(
         os.environ,
+        PATH=path if path is not None else f"{TOOL_PATH}:{os.environ.get('PATH', '')}",
         ANSIBLE_CONFIG=str(REPO / "ansible.cfg"),
         ANSIBLE_COLLECTIONS_PATH=str(REPO / "collections"),
         ANSIBLE_INJECT_FACT_VARS="false",
@@ -166,6 +172,52 @@ def test_a_short_vaulted_password_is_refused_without_its_value(tmp_path):
     assert result.returncode != 0, output
     assert "gpu_cluster_rancher_bootstrap_password must be set (vaulted, at least 12 characters)" in output, output
     assert "tiny-s3cret" not in output
+
+
+def _only_terraform(tmp_path: Path, version: str = "1.9.8") -> str:
+    """A PATH with the system's directories and a terraform of ``version``, and no helm."""
+    tools = tmp_path / "tools"
+    tools.mkdir()
+    stand_in = (TOOLS / "terraform-cli" / "terraform").read_text().replace('"terraform_version":"1.9.8"', f'"terraform_version":"{version}"')
+    (tools / "terraform").write_text(stand_in)
+    (tools / "terraform").chmod(0o755)
+    path = f"{tools}:/usr/bin:/bin"
+    if shutil.which("helm", path=path):
+        pytest.skip("this machine has helm in /usr/bin")
+    return path
+
+
+def test_a_run_without_helm_is_refused_before_anything_is_touched(tmp_path):
+    """Issue 43: the homelab delivers directly (gpu_cluster_delivery: direct) and manages with Rancher, so
+    storage, gpu, apps and management install charts with helm (roles/component_delivery/tasks/helm_check.yml
+    fails there, after K3s exists). Preflight refuses first, naming the phases and both ways out; with
+    fleet delivery only the management phase still needs it (Rancher is installed directly in both modes)."""
+    inventory = materialise({}, tmp_path)
+    path = _only_terraform(tmp_path)
+    result = run_preflight(inventory, path=path)
+    output = result.stdout + result.stderr
+    assert result.returncode != 0, output
+    assert "no helm CLI on the control node (helm is not on PATH): the storage, gpu, apps and management phases of this " \
+           "run install Helm charts with it (gpu_cluster_delivery: direct); install it (https://helm.sh/docs/intro/install/), " \
+           "or set gpu_cluster_delivery: fleet" in output, output
+    assert recap_hosts(output) == ["localhost"], output
+    fleet = run_preflight(inventory, "playbooks/preflight.yml", "-e", "gpu_cluster_delivery=fleet", path=path)
+    assert "no helm CLI on the control node (helm is not on PATH): the management phase of this run installs" \
+           in fleet.stdout, fleet.stdout
+    # site.yml --tags preflight runs no phase: nothing to install with
+    tagged = run_preflight(inventory, "playbooks/site.yml", "--tags", "preflight", path=path)
+    assert tagged.returncode == 0 and "Inventory OK" in tagged.stdout, tagged.stdout + tagged.stderr
+
+
+def test_terraform_older_than_the_module_needs_is_refused(tmp_path):
+    """terraform/proxmox/versions.tf says required_version >= 1.5.0: Terraform 1.4 refuses the module at
+    init (after the Proxmox host phase has run); preflight says so first."""
+    path = _only_terraform(tmp_path, "1.4.6")
+    shutil.copy(TOOLS / "helm-cli" / "helm", Path(path.split(":")[0]) / "helm")
+    result = run_preflight(materialise({}, tmp_path), path=path)
+    output = result.stdout + result.stderr
+    assert result.returncode != 0, output
+    assert "terraform is Terraform 1.4.6; terraform/proxmox needs >= 1.5.0 (its required_version)" in output, output
 
 
 def test_site_stops_after_a_failed_preflight(tmp_path):

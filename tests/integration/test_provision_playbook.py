@@ -284,7 +284,9 @@ def test_missing_token_fails_outside_the_lab(setup):
 def test_missing_terraform_fails_outside_the_lab(setup):
     done, _calls = setup("-e", "gpu_cluster_terraform_binary=/nonexistent/terraform")
     assert done.returncode != 0
-    assert "FAILED provision: no terraform binary (/nonexistent/terraform) on PATH" in done.stdout
+    # preflight says it before anything is touched (issue 43: terraform for provision.yml, run_needs)
+    assert "no terraform CLI on the control node (/nonexistent/terraform is not on PATH)" in done.stdout, done.stdout
+    assert "PLAY [Phase provision]" not in done.stdout
 
 
 def test_lab_and_switched_off_skip(setup):

@@ -138,13 +138,19 @@ def test_provision_fails_without_terraform_outside_a_lab(check, tmp_path):
     done = playbook("provision.yml", REPO / "inventories" / "homelab", *(["--check"] if check else []), env=env)
     assert done.returncode != 0, done.stdout + done.stderr
     assert skipped_lines(done) == [], done.stdout
-    assert "FAILED provision: no terraform binary (terraform) on PATH" in done.stdout, done.stdout
+    # preflight says it before anything is touched (issue 43: terraform for provision.yml, run_needs)
+    assert "no terraform CLI on the control node (terraform is not on PATH): the provision phase of this run creates " \
+           "the VMs with it" in done.stdout, done.stdout
+    assert "TASK [Look up the tools this run needs on the control node]" in done.stdout
+    assert "PLAY [Phase provision]" not in done.stdout
 
 
 def test_provision_fails_without_credentials_outside_a_lab(tmp_path):
     inventory = tmp_path / "inventory"
     shutil.copytree(REPO / "inventories" / "homelab", inventory)
-    (inventory / "group_vars" / "all" / "zz-test.yml").write_text("gpu_cluster_terraform_binary: /bin/true\n")
+    # a terraform that answers preflight's version question and nothing else (the phase stops before using it)
+    terraform = REPO / "tests" / "fixtures" / "tools" / "terraform-cli" / "terraform"
+    (inventory / "group_vars" / "all" / "zz-test.yml").write_text(f"gpu_cluster_terraform_binary: {terraform}\n")
     env = ansible_env()
     for name in ("PROXMOX_VE_API_TOKEN", "PROXMOX_TOKEN_SECRET"):
         env.pop(name, None)
