@@ -158,8 +158,8 @@ def test_documented_commands_from_the_installed_tarball(built, tmp_path):
     installed = home / ".ansible" / "collections" / "ansible_collections" / "cps" / "gpu_cluster"
     outputs = []
     commands = _documented_commands()
-    assert [c.split()[0] for c in commands] == ["ansible-galaxy", "cp", "ansible-vault", "ansible-playbook", "ansible-playbook",
-                                                 "ansible-playbook"]
+    assert [c.split()[0] for c in commands] == [
+        "ansible-galaxy", "cp", "ansible-vault", "ansible-playbook", "ansible-playbook", "ansible-playbook"]
     for command in commands:
         if "--check" in command:  # issue 43: check mode writes nothing under the inventory
             before = _tree(home / "homelab")

@@ -213,7 +213,7 @@ def test_terraform_older_than_the_module_needs_is_refused(tmp_path):
     """terraform/proxmox/versions.tf says required_version >= 1.5.0: Terraform 1.4 refuses the module at
     init (after the Proxmox host phase has run); preflight says so first."""
     path = _only_terraform(tmp_path, "1.4.6")
-    shutil.copy(TOOLS / "helm-cli" / "helm", Path(path.split(":")[0]) / "helm")
+    shutil.copy(TOOLS / "helm-cli" / "helm", Path(path.split(":", maxsplit=1)[0]) / "helm")
     result = run_preflight(materialise({}, tmp_path), path=path)
     output = result.stdout + result.stderr
     assert result.returncode != 0, output
