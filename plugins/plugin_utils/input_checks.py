@@ -183,17 +183,71 @@ def node_name_problems(hosts, hostvars):
             for on in seen.values() if len(on) > 1]
 
 
+def gpu_hosts(proxmox_hosts, gpu_workers, hostvars):
+    """{GPU worker: [Proxmox hosts that hold its GPUs]}: the hosts whose ``gpu_cluster_gpu_pci_devices``
+    name a device of the worker's ``gpu_cluster_gpu_pci_mappings`` (a Proxmox PCI mapping is a
+    cluster-wide object with one entry per node: the device sits on the node that declares it). With
+    one Proxmox host every worker is on it; a worker whose mappings name no declared device is on none
+    (its own check names the mapping)."""
+    names = {}
+    for host in proxmox_hosts:
+        devices = (hostvars.get(host) or {}).get("gpu_cluster_gpu_pci_devices")
+        for device in devices if isinstance(devices, list) else []:
+            if isinstance(device, dict) and isinstance(device.get("name"), str):
+                names.setdefault(device["name"], []).append(host)
+    placed = {}
+    for worker in gpu_workers:
+        if len(proxmox_hosts) == 1:
+            placed[worker] = list(proxmox_hosts)
+            continue
+        mappings = (hostvars.get(worker) or {}).get("gpu_cluster_gpu_pci_mappings")
+        mappings = [m for m in mappings if isinstance(m, str)] if isinstance(mappings, list) else []
+        placed[worker] = unique([host for mapping in mappings for host in names.get(mapping, [])])
+    return placed
+
+
+def provision_placement_problems(proxmox_hosts, gpu_workers, hostvars):
+    """provision.yml creates every VM on the first Proxmox host (terraform/proxmox has one
+    ``proxmox_node``; placement per host is issue 46): a GPU worker whose GPUs are on another host
+    would get a VM whose PCI mapping has no entry for its node, which Proxmox refuses at start. Refused
+    while the collection's module provisions (not in a lab, not with a module of the user's own)."""
+    proxmox_hosts = list(proxmox_hosts)
+    if len(proxmox_hosts) < 2:
+        return []
+    settings = hostvars.get(proxmox_hosts[0]) or {}
+
+    def flag(name, default):
+        value = settings.get(name, default)
+        return value.strip().lower() in ("1", "true", "yes", "on", "y", "t") if isinstance(value, str) else bool(value)
+
+    if not flag("gpu_cluster_provision_enabled", True) or flag("gpu_cluster_lab", False) or settings.get("gpu_cluster_terraform_dir"):
+        return []
+    elsewhere = [(worker, hosts) for worker, hosts in sorted(gpu_hosts(proxmox_hosts, list(gpu_workers), hostvars).items())
+                 if hosts and proxmox_hosts[0] not in hosts]
+    if not elsewhere:
+        return []
+    return ["%s: its GPUs are on %s (gpu_cluster_gpu_pci_mappings), but provision.yml creates every VM on %s, the first "
+            "host of proxmox_hosts (placing VMs on several Proxmox hosts is not built yet); create those VMs yourself "
+            "(gpu_cluster_provision_enabled: false) or give them GPUs of %s"
+            % (", ".join(worker for worker, _ in elsewhere), ", ".join(unique([h for _, hosts in elsewhere for h in hosts])),
+               proxmox_hosts[0], proxmox_hosts[0])]
+
+
 def pci_model_problems(proxmox_hosts, gpu_workers, hostvars):
     """PCI ids for vfio-pci (``gpu_cluster_gpu_pci_ids`` of a Proxmox host) that are a known GPU model's
-    id no worker declares, and declared models whose id is missing. Ids of no listed model (the
-    GPU's audio function, a model the table does not know) are not judged, nor are the ids when no
-    GPU worker declares a model yet."""
-    models = {}
-    for host in gpu_workers:
-        variables = hostvars.get(host) or {}
+    id no worker on that host declares, and declared models whose id is missing on the host that holds
+    the worker's GPUs (:func:`gpu_hosts`; with several Proxmox hosts each claims only its own workers'
+    GPUs, issue 43). Ids of no listed model (the GPU's audio function, a model the table does not know)
+    are not judged, nor are the ids when no GPU worker declares a model yet."""
+    placed = gpu_hosts(list(proxmox_hosts), list(gpu_workers), hostvars)
+    models, per_host = {}, dict((host, {}) for host in proxmox_hosts)
+    for worker in gpu_workers:
+        variables = hostvars.get(worker) or {}
         model = node_vars.gpu_model(variables)
         if model and node_vars.gpu_count(variables) > 0:
-            models.setdefault(model, []).append(host)
+            models.setdefault(model, []).append(worker)
+            for host in placed.get(worker) or []:
+                per_host[host].setdefault(model, []).append(worker)
     if not models:
         return []  # no GPU worker yet: nothing to compare the ids with
     by_id = dict((device, model) for model, device in MODEL_DEVICE_IDS.items())
@@ -203,19 +257,23 @@ def pci_model_problems(proxmox_hosts, gpu_workers, hostvars):
         if not isinstance(ids, list) or not all(isinstance(i, str) for i in ids):
             continue
         listed = [i.lower() for i in ids]
+        # with several hosts, a worker placed on none (its mappings name no declared device) may be on any
+        unplaced = dict((model, [w for w in workers if not placed.get(w)]) for model, workers in models.items())
+        mine = per_host[host]
         for device in listed:
             model = by_id.get(device)
-            if model and model not in models:
+            if model and model not in mine and not unplaced.get(model):
+                on = "" if len(proxmox_hosts) == 1 else " on this host"
                 problems.append(
-                    "%s: gpu_cluster_gpu_pci_ids holds %s, the PCI id of %s, but no GPU worker declares that model "
+                    "%s: gpu_cluster_gpu_pci_ids holds %s, the PCI id of %s, but no GPU worker%s declares that model "
                     "(gpu_cluster_gpu_model: %s); list the ids of the GPUs the workers get"
-                    % (host, device, model, ", ".join(sorted(models))))
-        for model in sorted(models):
+                    % (host, device, model, on, ", ".join(sorted(mine if len(proxmox_hosts) > 1 else models)) or "none"))
+        for model in sorted(mine):
             device = MODEL_DEVICE_IDS.get(model)
             if device and device not in listed:
                 problems.append(
                     "%s: gpu_cluster_gpu_pci_ids lacks %s, the PCI id of %s that %s declare (gpu_cluster_gpu_model); "
-                    "vfio-pci would not claim those GPUs: add it" % (host, device, model, ", ".join(models[model])))
+                    "vfio-pci would not claim those GPUs: add it" % (host, device, model, ", ".join(mine[model])))
     return problems
 
 

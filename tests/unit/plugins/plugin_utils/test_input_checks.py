@@ -117,6 +117,55 @@ def test_pci_ids_belong_to_the_declared_models(ids, needles):
         assert problem.startswith("pve1: gpu_cluster_gpu_pci_ids ") and needle in problem
 
 
+TWO_HOSTS = {
+    "pve1": {"gpu_cluster_gpu_pci_ids": ["10de:20b5"],
+             "gpu_cluster_gpu_pci_devices": [{"name": "a100-0", "address": "0000:17:00.0"}]},
+    # the same PCI address on another host: its own card (a Proxmox mapping has one entry per node)
+    "pve2": {"gpu_cluster_gpu_pci_ids": ["10de:2331"],
+             "gpu_cluster_gpu_pci_devices": [{"name": "h100-0", "address": "0000:17:00.0"}]},
+    "wk1": {"gpu_cluster_gpu_model": "NVIDIA A100 80GB PCIe", "gpu_cluster_gpu_count": 1, "gpu_cluster_gpu_pci_mappings": ["a100-0"]},
+    "wk2": {"gpu_cluster_gpu_model": "NVIDIA H100 PCIe", "gpu_cluster_gpu_count": 1, "gpu_cluster_gpu_pci_mappings": ["h100-0"]},
+}
+
+
+def test_each_proxmox_host_claims_only_the_gpus_of_its_own_workers():
+    """Issue 43: with two Proxmox hosts each host used to be asked for every worker's model id."""
+    hostvars = copy.deepcopy(TWO_HOSTS)
+    assert ic.gpu_hosts(["pve1", "pve2"], ["wk1", "wk2"], hostvars) == {"wk1": ["pve1"], "wk2": ["pve2"]}
+    assert ic.pci_model_problems(["pve1", "pve2"], ["wk1", "wk2"], hostvars) == []
+    # the H100's id on pve1, where no H100 worker is, and pve2 without it
+    hostvars["pve1"]["gpu_cluster_gpu_pci_ids"] = ["10de:20b5", "10de:2331"]
+    hostvars["pve2"]["gpu_cluster_gpu_pci_ids"] = ["10de:20b5"]
+    assert ic.pci_model_problems(["pve1", "pve2"], ["wk1", "wk2"], hostvars) == [
+        "pve1: gpu_cluster_gpu_pci_ids holds 10de:2331, the PCI id of NVIDIA H100 PCIe, but no GPU worker on this host "
+        "declares that model (gpu_cluster_gpu_model: NVIDIA A100 80GB PCIe); list the ids of the GPUs the workers get",
+        "pve2: gpu_cluster_gpu_pci_ids holds 10de:20b5, the PCI id of NVIDIA A100 80GB PCIe, but no GPU worker on this "
+        "host declares that model (gpu_cluster_gpu_model: NVIDIA H100 PCIe); list the ids of the GPUs the workers get",
+        "pve2: gpu_cluster_gpu_pci_ids lacks 10de:2331, the PCI id of NVIDIA H100 PCIe that wk2 declare "
+        "(gpu_cluster_gpu_model); vfio-pci would not claim those GPUs: add it"]
+
+
+def test_a_worker_whose_mappings_name_no_device_is_placed_nowhere_and_judged_nowhere():
+    hostvars = copy.deepcopy(TWO_HOSTS)
+    hostvars["wk2"]["gpu_cluster_gpu_pci_mappings"] = ["gone-0"]  # its own check names the mapping
+    assert ic.gpu_hosts(["pve1", "pve2"], ["wk1", "wk2"], hostvars)["wk2"] == []
+    assert ic.pci_model_problems(["pve1", "pve2"], ["wk1", "wk2"], hostvars) == []
+
+
+def test_provision_refuses_a_worker_whose_gpus_are_on_another_host_than_the_first():
+    """terraform/proxmox creates every VM on var.proxmox_node (the first Proxmox host): wk2's VM there
+    would carry a PCI mapping with no entry for pve1, which Proxmox refuses when the VM starts."""
+    hostvars = copy.deepcopy(TWO_HOSTS)
+    assert ic.provision_placement_problems(["pve1", "pve2"], ["wk1", "wk2"], hostvars) == [
+        "wk2: its GPUs are on pve2 (gpu_cluster_gpu_pci_mappings), but provision.yml creates every VM on pve1, the first "
+        "host of proxmox_hosts (placing VMs on several Proxmox hosts is not built yet); create those VMs yourself "
+        "(gpu_cluster_provision_enabled: false) or give them GPUs of pve1"]
+    for name, value in (("gpu_cluster_provision_enabled", False), ("gpu_cluster_lab", True),
+                        ("gpu_cluster_terraform_dir", "/srv/my-terraform")):
+        assert ic.provision_placement_problems(["pve1", "pve2"], ["wk1", "wk2"], dict(hostvars, pve1=dict(hostvars["pve1"], **{name: value}))) == []
+    assert ic.provision_placement_problems(["pve1"], ["wk1"], hostvars) == []
+
+
 # ------------------------------------------------------------------------------ on the homelab
 @pytest.fixture(scope="module")
 def homelab():
