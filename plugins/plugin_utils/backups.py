@@ -17,7 +17,7 @@ __metaclass__ = type
 import re
 
 from ansible_collections.cps.gpu_cluster.plugins.plugin_utils import cluster_model, k3s_hardening, k3s_parity
-from ansible_collections.cps.gpu_cluster.plugins.plugin_utils.forms import DNS_LABEL, GO_DURATION
+from ansible_collections.cps.gpu_cluster.plugins.plugin_utils.forms import DNS_LABEL, GO_DURATION, GO_DURATION_MAX_HOURS, go_duration_seconds
 
 COMPONENT = "velero"
 NAMESPACE = "velero"
@@ -130,6 +130,9 @@ def cron_problem(value, name="gpu_cluster_backup_schedule"):
 def ttl_problem(value, name="gpu_cluster_backup_ttl"):
     """'' when ``value`` is a positive Go duration (Velero's ``ttl``: 720h), else what to write."""
     if isinstance(value, str) and GO_DURATION.fullmatch(value) and any(c in "123456789" for c in value):
+        if go_duration_seconds(value) > (2 ** 63 - 1) / 10 ** 9:
+            return ("%s is %r, longer than a Go duration holds (Velero's ttl is one: at most %dh, about 292 years); "
+                    "use a shorter one, like 720h for 30 days" % (name, value, GO_DURATION_MAX_HOURS))
         return ""
     return "%s is %r; use a positive duration in hours, minutes or seconds (like 720h for 30 days)" % (name, value)
 

@@ -14,7 +14,7 @@ __metaclass__ = type
 import re
 
 from ansible_collections.cps.gpu_cluster.plugins.plugin_utils import backups, cluster_model, k3s_hardening
-from ansible_collections.cps.gpu_cluster.plugins.plugin_utils.forms import VOLUME_SIZE as SIZE_RE
+from ansible_collections.cps.gpu_cluster.plugins.plugin_utils.forms import GO_DURATION_MAX_HOURS, VOLUME_SIZE as SIZE_RE
 
 NAMESPACE = "logging"
 LOKI = "loki"
@@ -71,6 +71,10 @@ def problems(values=None):
         if hours is None or hours % 24:
             found.append("gpu_cluster_logs_retention is %r; use whole days, like 14d, 2w or 336h (Loki's compactor "
                          "deletes logs by the day)" % (retention,))
+        elif hours > GO_DURATION_MAX_HOURS:
+            # rendered as retention_period: "<hours>h", which Loki parses into an int64 of nanoseconds
+            found.append("gpu_cluster_logs_retention is %r, longer than Loki's durations hold (at most %dh, about 292 "
+                         "years); use a shorter one, like 14d" % (retention, GO_DURATION_MAX_HOURS))
     size = values.get("storage_size")
     if size is not None and not (isinstance(size, str) and SIZE_RE.fullmatch(size)):
         found.append("gpu_cluster_logs_storage_size is %r; use a whole number of Gi or Ti, like 50Gi" % (size,))

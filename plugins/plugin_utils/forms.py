@@ -30,6 +30,11 @@ GO_DURATION_PART = re.compile(r"([0-9]+(?:\.[0-9]+)?)(ns|us|ms|s|m|h)")
 GO_DURATION_UNITS = {"ns": 1e-9, "us": 1e-6, "ms": 1e-3, "s": 1.0, "m": 60.0, "h": 3600.0}
 
 
+# Go's time.Duration is an int64 of nanoseconds: time.ParseDuration refuses more ("invalid duration"),
+# as does prometheus/common model.ParseDuration, which Loki reads its durations with ("out of range").
+GO_DURATION_MAX_HOURS = (2 ** 63 - 1) // (3600 * 10 ** 9)  # 2562047h, about 292 years
+
+
 def go_duration_seconds(value):
     """Seconds of a Go duration that GO_DURATION accepts (``1h30m`` -> 5400.0); None for anything else."""
     if not isinstance(value, str) or not GO_DURATION.match(value):

@@ -118,6 +118,41 @@ def _documented_commands():
     return [line for line in block.group(1).splitlines() if line.strip() and not line.lstrip().startswith("#")]
 
 
+GUIDE = REPO / "docs" / "getting-started.md"
+# A terminal for a command that asks for the vault password (--ask-vault-pass reads it with getpass from
+# the terminal): answers the prompt with TEST_VAULT_ANSWER and prints what the terminal showed.
+TERMINAL = r"""
+import os, pty, sys
+answer = os.environ.pop("TEST_VAULT_ANSWER").encode() + b"\n"
+pid, fd = pty.fork()
+if pid == 0:
+    os.execvp(sys.argv[1], sys.argv[1:])
+shown, answered = b"", False
+while True:
+    try:
+        chunk = os.read(fd, 4096)
+    except OSError:
+        break
+    if not chunk:
+        break
+    shown += chunk
+    if not answered and b"Vault password" in shown:
+        os.write(fd, answer)
+        answered = True
+sys.stdout.buffer.write(shown)
+sys.exit(os.waitstatus_to_exitcode(os.waitpid(pid, 0)[1]))
+"""
+
+
+def _guide_commands():
+    """docs/getting-started.md section 5: the preflight and provision --check lines (site and verify need
+    the real Proxmox host)."""
+    section = GUIDE.read_text().split("## 5.", 1)[1]
+    block = re.search(r"```sh\n(.*?)```", section, re.S).group(1)
+    return [line for line in block.splitlines() if line.startswith(("ansible-playbook cps.gpu_cluster.preflight",
+                                                                     "ansible-playbook cps.gpu_cluster.provision"))]
+
+
 def _tree(path):
     """Every file and directory under path with its mode and content."""
     return {str(p.relative_to(path)): (p.stat().st_mode, b"" if p.is_dir() else p.read_bytes()) for p in sorted(path.rglob("*"))}
@@ -195,6 +230,22 @@ def test_documented_commands_from_the_installed_tarball(built, tmp_path):
     assert "failed=0" in render
     # nothing was written into the installed collection
     assert _listing(installed) == shipped
+
+    # docs/getting-started.md section 5, as typed: --ask-vault-pass answered in a terminal
+    guide = _guide_commands()
+    assert len(guide) == 2 and all("--ask-vault-pass" in line for line in guide), guide
+    password = (home / ".vault-pass").read_text().strip()
+    for line in guide:
+        before = _tree(home / "homelab")
+        done = subprocess.run([sys.executable, "-c", TERMINAL, "bash", "-euo", "pipefail", "-c", line], cwd=home,
+                              env=dict(env, TEST_VAULT_ANSWER=password), capture_output=True, text=True, timeout=600,
+                              check=False)
+        assert done.returncode == 0, f"{line}\n{done.stdout[-4000:]}{done.stderr[-2000:]}"
+        assert "Vault password" in done.stdout and password not in done.stdout
+        assert "Inventory OK: cluster homelab" in done.stdout, done.stdout[-3000:]
+        if "--check" in line:
+            assert _tree(home / "homelab") == before
+            assert "Planned (check mode, nothing changed)" in done.stdout
 
     # the reference inventory inside the installed collection is refused: its state would go with it
     refused = subprocess.run(["ansible-playbook", "cps.gpu_cluster.preflight", "-i", str(installed / "inventories" / "homelab")],

@@ -46,6 +46,9 @@ def test_off_by_default_renders_nothing():
     (dict(ON, schedule="0 3 * * * *"), "five-field"),
     (dict(ON, ttl="30d"), "gpu_cluster_backup_ttl is '30d'; use a positive duration in hours"),
     (dict(ON, ttl="0h"), "gpu_cluster_backup_ttl is '0h'"),
+    # Go's time.ParseDuration ("invalid duration" past an int64 of nanoseconds: 2562047h47m16.854775807s)
+    (dict(ON, ttl="2562048h"), "gpu_cluster_backup_ttl is '2562048h', longer than a Go duration holds"),
+    (dict(ON, ttl="2562047h48m"), "gpu_cluster_backup_ttl is '2562047h48m', longer than a Go duration holds"),
     (dict(ON, ttl=720), "gpu_cluster_backup_ttl is 720"),
     (dict(ON, namespaces="jupyterhub"), "gpu_cluster_backup_namespaces is 'jupyterhub'; use ['*']"),
     (dict(ON, namespaces=["Jupyter"]), "gpu_cluster_backup_namespaces is ['Jupyter']"),

@@ -27,6 +27,9 @@ def test_off_by_default_renders_nothing_and_grafana_keeps_its_sources():
     (dict(ON, retention="36h"), "gpu_cluster_logs_retention is '36h'; use whole days"),
     (dict(ON, retention="14"), "gpu_cluster_logs_retention is '14'"),
     (dict(ON, retention="0d"), "gpu_cluster_logs_retention is '0d'"),
+    # prometheus/common model.ParseDuration (Loki's): an int64 of nanoseconds, "out of range" beyond
+    # 2562047h; 106752d is 2562048h
+    (dict(ON, retention="106752d"), "gpu_cluster_logs_retention is '106752d', longer than Loki's durations hold"),
     (dict(ON, retention=14), "gpu_cluster_logs_retention is 14"),
     (dict(ON, storage_size="50G"), "gpu_cluster_logs_storage_size is '50G'; use a whole number of Gi or Ti"),
     ({"enabled": True, "monitoring": False}, "gpu_cluster_logs_enabled is true while the monitoring stack is off"),
