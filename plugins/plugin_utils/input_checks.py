@@ -209,8 +209,10 @@ def gpu_hosts(proxmox_hosts, gpu_workers, hostvars):
 def provision_placement_problems(proxmox_hosts, gpu_workers, hostvars):
     """provision.yml creates every VM on the first Proxmox host (terraform/proxmox has one
     ``proxmox_node``; placement per host is issue 46): a GPU worker whose GPUs are on another host
-    would get a VM whose PCI mapping has no entry for its node, which Proxmox refuses at start. Refused
-    while the collection's module provisions (not in a lab, not with a module of the user's own)."""
+    would get a VM whose PCI mapping has no entry for its node, which Proxmox refuses at start. Said
+    while the collection's module provisions (not in a lab, not with a module of the user's own): a
+    preflight warning (several Proxmox hosts are a valid inventory), and provision.yml's refusal
+    (terraform_vars) before Terraform runs."""
     proxmox_hosts = list(proxmox_hosts)
     if len(proxmox_hosts) < 2:
         return []
@@ -227,8 +229,8 @@ def provision_placement_problems(proxmox_hosts, gpu_workers, hostvars):
     if not elsewhere:
         return []
     return ["%s: its GPUs are on %s (gpu_cluster_gpu_pci_mappings), but provision.yml creates every VM on %s, the first "
-            "host of proxmox_hosts (placing VMs on several Proxmox hosts is not built yet); create those VMs yourself "
-            "(gpu_cluster_provision_enabled: false) or give them GPUs of %s"
+            "host of proxmox_hosts (placing VMs on several Proxmox hosts is not built yet), and refuses it; create those "
+            "VMs yourself (gpu_cluster_provision_enabled: false) or give them GPUs of %s"
             % (", ".join(worker for worker, _ in elsewhere), ", ".join(unique([h for _, hosts in elsewhere for h in hosts])),
                proxmox_hosts[0], proxmox_hosts[0])]
 

@@ -108,6 +108,10 @@ def terraform_vars(groups, hostvars, ssh_public_keys):
     """
     pve = proxmox_host(groups, hostvars)
     pve_vars = hostvars[pve]
+    misplaced = input_checks.provision_placement_problems(members(groups, "proxmox_hosts"), members(groups, "gpu_workers"),
+                                                          hostvars)
+    if misplaced:
+        raise ValueError(misplaced[0])
     servers = members(groups, "k3s_servers")
     workers = members(groups, "gpu_workers")
     if not servers:

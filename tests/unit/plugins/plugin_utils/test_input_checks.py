@@ -158,8 +158,8 @@ def test_provision_refuses_a_worker_whose_gpus_are_on_another_host_than_the_firs
     hostvars = copy.deepcopy(TWO_HOSTS)
     assert ic.provision_placement_problems(["pve1", "pve2"], ["wk1", "wk2"], hostvars) == [
         "wk2: its GPUs are on pve2 (gpu_cluster_gpu_pci_mappings), but provision.yml creates every VM on pve1, the first "
-        "host of proxmox_hosts (placing VMs on several Proxmox hosts is not built yet); create those VMs yourself "
-        "(gpu_cluster_provision_enabled: false) or give them GPUs of pve1"]
+        "host of proxmox_hosts (placing VMs on several Proxmox hosts is not built yet), and refuses it; create those VMs "
+        "yourself (gpu_cluster_provision_enabled: false) or give them GPUs of pve1"]
     for name, value in (("gpu_cluster_provision_enabled", False), ("gpu_cluster_lab", True),
                         ("gpu_cluster_terraform_dir", "/srv/my-terraform")):
         assert ic.provision_placement_problems(["pve1", "pve2"], ["wk1", "wk2"], dict(hostvars, pve1=dict(hostvars["pve1"], **{name: value}))) == []

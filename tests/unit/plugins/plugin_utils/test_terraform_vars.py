@@ -83,3 +83,21 @@ def test_no_secret_reaches_terraform():
     assert result["inventory_vars"]["proxmox_hosts"]["gpu_cluster_proxmox_api_token_secret"] == (
         "{{ vault_gpu_cluster_proxmox_api_token_secret | default('') }}")
     assert shared["gpu_cluster_name"] == "c"  # the rest as it is
+
+
+def test_refuses_a_worker_whose_gpus_are_on_another_proxmox_host():
+    """terraform/proxmox creates every VM on var.proxmox_node (the first Proxmox host): w1's GPUs on pve2
+    would be a PCI mapping with no entry for pve's node, which Proxmox refuses when the VM starts. Refused
+    before Terraform runs (issue 43; placement per host is issue 46)."""
+    groups, hostvars = inventory()
+    groups = dict(groups, all=["pve", "pve2", "s1", "w1"], proxmox_hosts=["pve", "pve2"])
+    hostvars["pve"]["gpu_cluster_gpu_pci_devices"] = [{"name": "a100-0", "address": "0000:17:00.0"}]
+    hostvars["pve2"] = dict(ALL, ansible_host="10.1.0.3", gpu_cluster_gpu_pci_ids=["10de:2331"],
+                            gpu_cluster_gpu_pci_devices=[{"name": "h100-0", "address": "0000:17:00.0"}])
+    with pytest.raises(ValueError, match=r"^w1: its GPUs are on pve2 \(gpu_cluster_gpu_pci_mappings\), but provision.yml "
+                                         r"creates every VM on pve, the first host of proxmox_hosts"):
+        terraform_vars(groups, hostvars, ["ssh-ed25519 AAAA k"])
+    # its GPUs on the first host: planned as with one host
+    hostvars["pve"]["gpu_cluster_gpu_pci_devices"] = [{"name": "h100-0", "address": "0000:17:00.0"}]
+    hostvars["pve2"]["gpu_cluster_gpu_pci_devices"] = [{"name": "h100-9", "address": "0000:17:00.0"}]
+    assert terraform_vars(groups, hostvars, ["ssh-ed25519 AAAA k"])["gpu_workers"]["w1"]["ip"] == "10.1.0.21"
