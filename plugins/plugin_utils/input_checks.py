@@ -231,7 +231,8 @@ def provision_placement_problems(proxmox_hosts, gpu_workers, hostvars):
     return ["%s: its GPUs are on %s (gpu_cluster_gpu_pci_mappings), but provision.yml creates every VM on %s, the first "
             "host of proxmox_hosts (placing VMs on several Proxmox hosts is not built yet), and refuses it; create those "
             "VMs yourself (gpu_cluster_provision_enabled: false) or give them GPUs of %s"
-            % (", ".join(worker for worker, _ in elsewhere), ", ".join(unique([h for _, hosts in elsewhere for h in hosts])),
+            % (", ".join(worker for worker, _hosts in elsewhere),
+               ", ".join(unique([host for _worker, hosts in elsewhere for host in hosts])),
                proxmox_hosts[0], proxmox_hosts[0])]
 
 

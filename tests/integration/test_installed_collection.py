@@ -149,8 +149,8 @@ def _guide_commands():
     the real Proxmox host)."""
     section = GUIDE.read_text().split("## 5.", 1)[1]
     block = re.search(r"```sh\n(.*?)```", section, re.S).group(1)
-    return [line for line in block.splitlines() if line.startswith(("ansible-playbook cps.gpu_cluster.preflight",
-                                                                     "ansible-playbook cps.gpu_cluster.provision"))]
+    wanted = ("ansible-playbook cps.gpu_cluster.preflight", "ansible-playbook cps.gpu_cluster.provision")
+    return [line for line in block.splitlines() if line.startswith(wanted)]
 
 
 def _tree(path):
