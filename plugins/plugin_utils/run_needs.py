@@ -19,6 +19,8 @@ import os
 import platform
 import re
 
+from ansible_collections.cps.gpu_cluster.plugins.plugin_utils import cluster_model
+
 # site.yml's phases, by their tags
 PHASES = ("proxmox_host", "provision", "k3s", "management", "storage", "gpu", "apps", "verify")
 # phase -> the component whose vaulted values it writes (secrets_needed.COMPONENTS)
@@ -61,13 +63,7 @@ def run_phases(playbook_phases=None, run_tags=None, skip_tags=None):
 
 def _settings(groups, hostvars):
     """The cluster-wide settings this decision reads, from the first host that sets each."""
-    found = {}
-    for host in list((groups or {}).get("all") or []) or sorted(hostvars or {}):
-        variables = (hostvars or {}).get(host) or {}
-        for name in _SETTINGS:
-            if name in variables and name not in found:
-                found[name] = variables[name]
-    return found
+    return cluster_model.first_values(groups, hostvars, _SETTINGS)
 
 
 def target():
