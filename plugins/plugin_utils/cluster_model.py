@@ -54,6 +54,59 @@ MAINTENANCE_LABEL = "gpu-cluster.cps/maintenance"
 STATE_STORAGE_CLASS = "local-path"
 
 
+# How many distinct values of one variable :func:`shared_copies` compares a host's value with: a group
+# variable has one value per group that sets it; a variable set per host (a worker's PCI mappings) is
+# compared with this many and kept as it is.
+SEEN_VALUES = 4
+
+
+def same_value(value, earlier):
+    """The value of ``earlier`` equal to ``value`` (a list or dict), or None. Ansible templates a host's
+    variables for that host, so every host gets its own copy of a group variable's list or dict (equal
+    content, another object; ansible/vars/hostvars.py, HostVarsVars.__getitem__). Compared in C, the
+    copies find the one object that stands for all of them, so a check judges a group variable once,
+    not once per host, and groups hosts by that object (issue 45). A value holding a Jinja Undefined is
+    never equal to one met before (those hold none, and the strict Undefined refuses the comparison)."""
+    if not earlier or type(value) not in (dict, list):
+        return None
+    for other in earlier:
+        try:
+            if other is value or (type(other) is type(value) and other == value):
+                return other
+        except Exception:  # pylint: disable=broad-except
+            return None
+    return None
+
+
+def shared_copies(hostvars):
+    """``hostvars`` (host -> variables) with each host's copy of a list or dict that an earlier host
+    holds too replaced by that host's object (:func:`same_value`); the input is left as it is. One pass,
+    at most :data:`SEEN_VALUES` comparisons per value."""
+    if not isinstance(hostvars, dict):
+        return hostvars
+    seen = {}
+    result = {}
+    for host, variables in hostvars.items():
+        if not isinstance(variables, dict):
+            result[host] = variables
+            continue
+        shared = {}
+        for name, value in variables.items():
+            kept = value
+            if type(value) in (dict, list):
+                earlier = seen.get(name)
+                same = same_value(value, earlier)
+                if same is not None:
+                    kept = same
+                elif earlier is None:
+                    seen[name] = [value]
+                elif len(earlier) < SEEN_VALUES:
+                    earlier.append(value)
+            shared[name] = kept
+        result[host] = shared
+    return result
+
+
 def has_infra_nodes(model):
     """Whether the model has infra nodes (where state and the cluster's own services go)."""
     return any(INFRA_NODES in (node.get("groups") or []) for node in (model or {}).get("nodes") or [])

@@ -89,9 +89,14 @@ def phase_filter(name, steps):
     return phase
 
 
+_PLAIN = (str, int, float, bool, type(None))
+
+
 def _undefined_in(value):
     """The first undefined part of a value (a Jinja Undefined, which ansible-core 2.19 hands out
     for a template that failed), or None."""
+    if type(value) in _PLAIN:  # the common case first: no isinstance through the ABCs
+        return None
     if isinstance(value, Undefined):
         return value
     if isinstance(value, Mapping):
@@ -128,24 +133,38 @@ def plain_inventory(name, groups, hostvars, wanted, hosts=None):
     plain_groups = dict((str(group), [str(host) for host in members]) for group, members in groups.items())
     if hosts is None:
         hosts = plain_groups.get("all") or list(hostvars.keys())
+    cluster_model = import_module(_PACKAGE + "plugin_utils.cluster_model")  # at the call, as deferred() does
     plain_hostvars = {}
     failures = {}
+    selected = {}  # variable name -> wanted(name), asked once per name, not once per host
+    seen = {}  # variable name -> the distinct list and dict values met so far (at most _SEEN of them)
     for host in hosts:
         if host not in hostvars:
             continue
         variables = hostvars[host]
         values = {}
         for variable in list(variables.keys()):
-            if not wanted(variable):
+            keep = selected.get(variable)
+            if keep is None:
+                keep = selected[variable] = bool(wanted(variable))
+            if not keep:
                 continue
             try:
                 value = variables[variable]
+                same = cluster_model.same_value(value, seen.get(variable))
+                if same is not None:
+                    values[variable] = same
+                    continue
                 undefined = _undefined_in(value)
                 reason = None if undefined is None else _undefined_message(undefined)
             except AnsibleError as exc:
                 reason = str(exc).splitlines()[0] if str(exc) else type(exc).__name__
             if reason is None:
                 values[variable] = value
+                if isinstance(value, (dict, list)):
+                    earlier = seen.setdefault(variable, [])
+                    if len(earlier) < cluster_model.SEEN_VALUES:
+                        earlier.append(value)
             else:
                 failures.setdefault(variable, (reason, []))[1].append(host)
         plain_hostvars[host] = values

@@ -39,7 +39,8 @@ from ansible_collections.cps.gpu_cluster.plugins.plugin_utils.cluster_workloads 
 from ansible_collections.cps.gpu_cluster.plugins.plugin_utils.cluster_workloads import idle_pools
 from ansible_collections.cps.gpu_cluster.plugins.plugin_utils.k3s import refused_node_labels
 from ansible_collections.cps.gpu_cluster.plugins.plugin_utils import secrets_needed as secrets_needed_module
-from ansible_collections.cps.gpu_cluster.plugins.plugin_utils import backups, cluster_logs, gpu_monitoring, input_checks, known_variables, node_vars
+from ansible_collections.cps.gpu_cluster.plugins.plugin_utils import backups, cluster_logs, cluster_model, gpu_monitoring, input_checks
+from ansible_collections.cps.gpu_cluster.plugins.plugin_utils import known_variables, node_vars
 from ansible_collections.cps.gpu_cluster.plugins.plugin_utils.forms import (
     DNS_LABEL as DNS_LABEL_RE, DNS_NAME as DNS_NAME_RE, DNS_SUBDOMAIN as DNS_SUBDOMAIN_RE, EMAIL as EMAIL_RE,
     GO_DURATION as DURATION_RE, LABEL_NAME as LABEL_NAME_RE, LABEL_VALUE as LABEL_VALUE_RE)
@@ -645,7 +646,7 @@ def _check_groups(groups):
     agents = set(_group(groups, AGENTS))
     for host in servers:
         if host in agents:
-            roles = [g for g in (AGENTS, *NODE_ROLE_GROUPS) if host in _group(groups, g)]
+            roles = [g for g in (AGENTS, *NODE_ROLE_GROUPS) if host in set(_group(groups, g))]
             problems.append(
                 "%s: is in both k3s_servers and %s; a node is either a server or an agent, so remove it from one group "
                 "(GPU workers must be agents: servers keep etcd and are never drained for GPU driver work)" % (host, " and ".join(roles)))
@@ -653,10 +654,11 @@ def _check_groups(groups):
     for host in _group(groups, PROXMOX_HOSTS):
         if host in cluster_hosts:
             problems.append("%s: is in both proxmox_hosts and k3s_cluster; the Proxmox host runs the VMs and is not a K3s node, remove it from one" % host)
+    members = dict((group, set(_group(groups, group))) for group in NODE_ROLE_GROUPS)  # each group read once
     for index, first in enumerate(NODE_ROLE_GROUPS):
         for second in NODE_ROLE_GROUPS[index + 1:]:
             for host in _group(groups, first):
-                if host in _group(groups, second):
+                if host in members[second]:
                     problems.append("%s: is in both %s and %s; an agent has one node role, remove it from one group" % (host, first, second))
     for group in NODE_ROLE_GROUPS:
         for host in _group(groups, group):
@@ -1107,22 +1109,38 @@ def _check_role_variables(hostvars, hosts, role_specs):
     ``role_specs`` maps role name -> {option name: option spec}. One message per distinct error.
     """
     problems = []
-    for role in sorted(role_specs or {}):
+    roles = [role for role in sorted(role_specs or {}) if isinstance(role_specs[role], dict)]
+    # each host's variables read once: {role: [(host, params)]} of the hosts that set that role's options
+    owner = {}
+    for role in roles:
+        for name in role_specs[role]:
+            owner.setdefault(name, []).append(role)
+    setting = dict((role, []) for role in roles)
+    for host in hosts:
+        params = {}
+        for name in owner.keys() & _vars(hostvars, host).keys():
+            for role in owner[name]:
+                params.setdefault(role, {})[name] = _vars(hostvars, host)[name]
+        for role, values in params.items():
+            setting[role].append((host, values))
+    for role in roles:
         options = role_specs[role]
-        if not isinstance(options, dict):
-            continue
         errors = {}
-        for host in hosts:
-            params = dict((name, value) for name, value in _vars(hostvars, host).items() if name in options)
-            if not params:
-                continue
-            spec = dict((name, _present_only(options[name])) for name in params if isinstance(options[name], dict))
-            result = ArgumentSpecValidator(spec).validate(params)
-            secrets = [str(params[name]) for name in spec if spec[name].get("no_log") and str(params[name])]
-            for error in result.error_messages:
-                masked = error
-                for secret in secrets:
-                    masked = masked.replace(secret, "********")
+        judged = {}  # the same params (by object: equal values are one object after plain_inventory) judged once
+        for host, params in setting[role]:
+            key = tuple(sorted((name, id(value)) for name, value in params.items()))
+            if key not in judged:
+                spec = dict((name, _present_only(options[name])) for name in params if isinstance(options[name], dict))
+                result = ArgumentSpecValidator(spec).validate(params)
+                secrets = [str(params[name]) for name in spec if spec[name].get("no_log") and str(params[name])]
+                masked_errors = []
+                for error in result.error_messages:
+                    masked = error
+                    for secret in secrets:
+                        masked = masked.replace(secret, "********")
+                    masked_errors.append(masked)
+                judged[key] = masked_errors
+            for masked in judged[key]:
                 errors.setdefault(masked, []).append(host)
         for message, on in errors.items():
             problems.append("%s: role %s: %s; fix the value in the inventory (roles/%s/README.md lists the variables)"
@@ -1203,7 +1221,8 @@ def _guarded(check, *args):
 
 def _plain(groups, hostvars):
     groups = _Groups(groups if isinstance(groups, dict) else {})
-    hostvars = hostvars if isinstance(hostvars, dict) else {}
+    # each host's copy of a group variable's list or dict is one object from here on (issue 45)
+    hostvars = cluster_model.shared_copies(hostvars) if isinstance(hostvars, dict) else {}
     return groups, hostvars
 
 

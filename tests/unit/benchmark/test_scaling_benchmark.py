@@ -1,6 +1,6 @@
 """Benchmark that measures growth, not an absolute time (issue 19).
 
-gpu_capacity's evaluator and the inventory_problems filter are timed at 1k, 5k and 50k nodes;
+gpu_capacity's evaluator is timed at 1k, 5k and 50k nodes (the inventory_problems filter: test_preflight_scaling.py);
 the test prints each time and the growth per 10x more nodes (``ratio per 10x`` = time ratio
 scaled to a tenfold size step: 10 is linear, ~13 n log n, 100 quadratic). It fails only when the
 growth looks quadratic (ratio per 10x above 20), never on how fast this machine is. A quadratic
@@ -13,12 +13,10 @@ do not count).
 from __future__ import annotations
 
 import gc
-import ipaddress
 import math
 import time
 
 import pytest
-from ansible_collections.cps.gpu_cluster.plugins.filter.inventory_problems import inventory_problems
 from ansible_collections.cps.gpu_cluster.plugins.module_utils.gpu_capacity import evaluate
 
 SIZES = (1000, 5000, 50000)
@@ -64,24 +62,6 @@ def capacity_case(size):
     return run
 
 
-def inventory_case(size):
-    """A sound inventory of 3 servers and size-3 agents in a /12 node network."""
-    network = ipaddress.ip_network("172.16.0.0/12")
-    common = {"gpu_cluster_name": "homelab", "gpu_cluster_node_network": str(network),
-              "gpu_cluster_gateway": "172.16.0.1", "gpu_cluster_api_vip": "172.16.0.100",
-              "gpu_cluster_cluster_cidr": "10.0.0.0/8", "gpu_cluster_service_cidr": "192.168.0.0/16",
-              "gpu_cluster_k3s_version": "v1.33.5+k3s1"}
-    servers = ["cp1", "cp2", "cp3"]
-    agents = [f"wk{i:05d}" for i in range(size - 3)]
-    hosts = servers + agents
-    hostvars = {host: dict(common, ansible_host=str(network.network_address + 1000 + i)) for i, host in enumerate(hosts)}
-    groups = {"all": hosts, "k3s_cluster": hosts, "k3s_servers": servers, "k3s_agents": agents}
-
-    def run():
-        assert inventory_problems(groups, hostvars) == []
-    return run
-
-
 def best_time(run, repeats):
     best = None
     gc.collect()
@@ -97,8 +77,8 @@ def best_time(run, repeats):
     return best
 
 
-@pytest.mark.parametrize("name, case", [("gpu_capacity evaluate", capacity_case),
-                                        ("inventory_problems", inventory_case)])
+# inventory_problems is timed in test_preflight_scaling.py, on an inventory shaped as Ansible hands it (issue 45)
+@pytest.mark.parametrize("name, case", [("gpu_capacity evaluate", capacity_case)])
 def test_growth_is_not_quadratic(capsys, name, case):
     case(10)()  # warm up: imports, the role argument specs the filter reads once
     times = {}

@@ -18,6 +18,7 @@ from ansible_collections.cps.gpu_cluster.plugins.plugin_utils import cluster_mod
 from ansible_collections.cps.gpu_cluster.plugins.plugin_utils import cluster_workloads as cw
 from ansible_collections.cps.gpu_cluster.plugins.plugin_utils import gpu_pools, inventory_checks, jupyterhub, vllm
 from ansible_collections.cps.gpu_cluster.plugins.plugin_utils import scheduling as sch
+from jinja2 import StrictUndefined
 
 REPO = Path(__file__).resolve().parents[4]
 HOMELAB = REPO / "inventories" / "homelab"
@@ -550,3 +551,26 @@ def test_a_model_the_pools_quota_keeps_out_does_not_serve_the_pool(homelab):
               for m in homelab[1]["cp1"]["gpu_cluster_llm_models"]]
     groups, hostvars = variant(homelab, gpu_cluster_llm_models=models)
     assert "inference" in [p["name"] for p, _r in cw.idle_pools(groups, hostvars)]
+
+
+def test_shared_copies_makes_every_hosts_copy_of_a_group_variable_one_object():
+    """Issue 45: Ansible hands each host its own copy of a group variable's list or dict; the model's
+    readers get one object for equal copies (judged once, grouped by identity), a host's own value stays
+    its own, and the input is left as it was."""
+    pools = [{"name": "training", "nodes": ["wk1"], "allocation": "exclusive"}]
+    hostvars = {"cp1": {"gpu_cluster_gpu_pools": copy.deepcopy(pools), "gpu_cluster_gpu_pci_mappings": ["a"], "x": 1},
+                "wk1": {"gpu_cluster_gpu_pools": copy.deepcopy(pools), "gpu_cluster_gpu_pci_mappings": ["b"]},
+                "wk2": {"gpu_cluster_gpu_pools": [dict(pools[0], nodes=["wk2"])]}}
+    before = copy.deepcopy(hostvars)
+    shared = cmod.shared_copies(hostvars)
+    assert shared == hostvars == before
+    assert shared["cp1"]["gpu_cluster_gpu_pools"] is shared["wk1"]["gpu_cluster_gpu_pools"]
+    assert shared["wk2"]["gpu_cluster_gpu_pools"] is not shared["cp1"]["gpu_cluster_gpu_pools"]
+    assert hostvars["wk1"]["gpu_cluster_gpu_pools"] is not hostvars["cp1"]["gpu_cluster_gpu_pools"]
+    assert cmod.same_value([1], [(1,), [2]]) is None and cmod.same_value("a", ["a"]) is None
+
+
+def test_same_value_never_takes_an_undefined_part_for_a_value():
+    defined = [1, 2]
+    assert cmod.same_value([1, 2], [defined]) is defined
+    assert cmod.same_value([1, StrictUndefined(hint="no fact")], [defined]) is None

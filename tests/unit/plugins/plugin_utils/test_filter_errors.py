@@ -3,7 +3,10 @@ naming the filter, no traceback in a playbook; other exceptions and results pass
 (a phase's steps behind one filter) and plain_inventory (hostvars read once, untemplatable values set aside)."""
 
 import pytest
+from ansible._internal._datatag._tags import TrustedAsTemplate  # the tag a template from an inventory file carries
 from ansible.errors import AnsibleError, AnsibleFilterError
+from ansible.parsing.dataloader import DataLoader
+from ansible.vars.hostvars import HostVarsVars
 from ansible_collections.cps.gpu_cluster.plugins.plugin_utils.filter_errors import phase_filter, plain_inventory, refuse_failures, wrap
 from jinja2 import Undefined
 
@@ -150,3 +153,30 @@ def test_an_undefined_reads_as_jinja_says_or_undefined():
     hostvars = HostVars({"a": {"x": Undefined(name="gpu_x"), "y": Unexplained(), "z": Silent()}})
     assert plain_inventory("f", {}, hostvars, lambda name: True)[2] == {
         "x": ("'gpu_x' is undefined", ["a"]), "y": ("undefined", ["a"]), "z": ("undefined", ["a"])}
+
+
+def _ansible_hostvars(group_vars, hosts):
+    """{host: HostVarsVars}: ansible-core's own view of a host's variables (ansible/vars/hostvars.py),
+    which templates a value for that host on every read, so each host gets its own copy of a list."""
+    trusted = TrustedAsTemplate()
+    tagged = dict((name, [trusted.tag(v) if isinstance(v, str) and "{{" in v else v for v in value]
+                          if isinstance(value, list) else value) for name, value in group_vars.items())
+    return dict((host, HostVarsVars(dict(tagged, inventory_hostname=host), DataLoader(), host)) for host in hosts)
+
+
+def test_plain_inventory_hands_down_one_object_for_every_hosts_copy_of_a_group_variable():
+    """Issue 45: the checks judge a group variable once and group hosts by the object; a list templated
+    per host (a label naming the host) stays each host's own; an equal value with an undefined part is
+    never taken for the defined one."""
+    pools = [{"name": "training", "nodes": ["wk1", "wk2"], "allocation": "exclusive"}]
+    hostvars = _ansible_hostvars({"gpu_cluster_gpu_pools": pools, "gpu_cluster_node_labels": ["zone={{ inventory_hostname }}"]},
+                                 ["cp1", "wk1", "wk2"])
+    assert hostvars["cp1"]["gpu_cluster_gpu_pools"] is not hostvars["wk1"]["gpu_cluster_gpu_pools"]  # Ansible's copies
+    _groups, plain, failures = plain_inventory("f", {"all": ["cp1", "wk1", "wk2"]}, hostvars, lambda name: name.startswith("gpu_cluster_"))
+    assert failures == {}
+    assert plain["cp1"]["gpu_cluster_gpu_pools"] == pools
+    assert plain["cp1"]["gpu_cluster_gpu_pools"] is plain["wk1"]["gpu_cluster_gpu_pools"] is plain["wk2"]["gpu_cluster_gpu_pools"]
+    assert [plain[h]["gpu_cluster_node_labels"] for h in ("cp1", "wk1", "wk2")] == [["zone=cp1"], ["zone=wk1"], ["zone=wk2"]]
+    broken = HostVars({"cp1": {"gpu_cluster_x": [1, 2]}, "wk1": {"gpu_cluster_x": [1, Undefined(hint="no fact")]}})
+    _groups, plain, failures = plain_inventory("f", {"all": ["cp1", "wk1"]}, broken, lambda name: True)
+    assert plain == {"cp1": {"gpu_cluster_x": [1, 2]}, "wk1": {}} and failures == {"gpu_cluster_x": ("no fact", ["wk1"])}
