@@ -159,8 +159,10 @@ def _ansible_hostvars(group_vars, hosts):
     """{host: HostVarsVars}: ansible-core's own view of a host's variables (ansible/vars/hostvars.py),
     which templates a value for that host on every read, so each host gets its own copy of a list."""
     trusted = TrustedAsTemplate()
-    tagged = dict((name, [trusted.tag(v) if isinstance(v, str) and "{{" in v else v for v in value]
-                          if isinstance(value, list) else value) for name, value in group_vars.items())
+
+    def tag(value):
+        return trusted.tag(value) if isinstance(value, str) and "{{" in value else value
+    tagged = dict((name, [tag(v) for v in value] if isinstance(value, list) else value) for name, value in group_vars.items())
     return dict((host, HostVarsVars(dict(tagged, inventory_hostname=host), DataLoader(), host)) for host in hosts)
 
 
