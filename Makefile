@@ -38,6 +38,14 @@ $(BIN)/.installed: requirements.txt requirements-dev.txt
 	$(BIN)/pip install -q -r requirements-dev.txt
 	touch $@ $(BIN)/.runtime
 
+# The test venv's localhost module runs skip zipimport's compile of their payload
+# (tests/container/ansiballz_bytecode_cache.py; the test image has it too): test machines only.
+$(BIN)/.bytecode-cache: tests/container/ansiballz_bytecode_cache.py $(BIN)/.installed
+	site=$$($(BIN)/python -c 'import sysconfig; print(sysconfig.get_paths()["purelib"])') && \
+	  install -m 0644 tests/container/ansiballz_bytecode_cache.py "$$site/ansiballz_bytecode_cache.py" && \
+	  echo "import ansiballz_bytecode_cache" > "$$site/ansiballz_bytecode_cache.pth"
+	touch $@
+
 venv: $(BIN)/.runtime ## create .venv with the control node's runtime requirements (requirements.txt)
 
 $(COLLECTION_LINK):
@@ -48,7 +56,7 @@ collection: $(COLLECTION_LINK) ## make cps.gpu_cluster resolvable from this chec
 
 deps: venv collection ## what the playbooks need on the control node (requirements.txt only)
 
-dev-deps: $(BIN)/.installed collection ## deps plus the test and lint tools (requirements-dev.txt)
+dev-deps: $(BIN)/.installed $(BIN)/.bytecode-cache collection ## deps plus the test and lint tools (requirements-dev.txt)
 
 # bookworm is Proxmox VE 8's Debian, trixie Proxmox VE 9's: the molecule scenarios run hosts of both.
 TEST_RELEASES ?= bookworm trixie

@@ -14,7 +14,9 @@ case "$suite" in
   *) echo "build-test-image.sh: release '$suite' is not one the roles support (bookworm, trixie)" >&2; exit 2 ;;
 esac
 image="${TEST_IMAGE_PREFIX:-localhost/cps-gpu-cluster}-$suite"
-tag=$({ sha256sum "$0"; echo "$suite"; } | sha256sum | cut -c1-12)
+# the suite's bytecode cache for Ansible's module payloads (tests/container/ansiballz_bytecode_cache.py)
+cache_hook="$here/tests/container/ansiballz_bytecode_cache.py"
+tag=$({ sha256sum "$0" "$cache_hook"; echo "$suite"; } | sha256sum | cut -c1-12)
 cache_dir="${XDG_CACHE_HOME:-$HOME/.cache}/cps-gpu-cluster"
 mkdir -p "$cache_dir"
 # make test's two lanes may both ask for the image: one builds it, the other waits, then finds it
@@ -46,6 +48,9 @@ if [ "${FORCE:-0}" = 1 ] || [ ! -s "$tarball" ]; then
   echo "deb $mirror $suite main" >"$root/etc/apt/sources.list"
   echo "deb $mirror $suite-updates main" >>"$root/etc/apt/sources.list"
   echo "deb http://security.debian.org/debian-security $suite-security main" >>"$root/etc/apt/sources.list"
+  # Python imports it at start (a .pth line): module runs skip zipimport's compile (issue 45; the file says why)
+  install -m 0644 "$cache_hook" "$root/usr/lib/python3/dist-packages/ansiballz_bytecode_cache.py"
+  echo "import ansiballz_bytecode_cache" >"$root/usr/lib/python3/dist-packages/ansiballz_bytecode_cache.pth"
   chroot "$root" apt-get clean
   rm -rf "$root"/var/lib/apt/lists/* "$root"/var/cache/apt/*.bin
   tar -C "$root" -cf "$tarball.tmp" . && mv "$tarball.tmp" "$tarball"

@@ -256,12 +256,6 @@ def credentials_secret(location, namespace=NAMESPACE):
             "stringData": {CREDENTIALS_KEY: text}}
 
 
-def node_tolerations(nodes):
-    """Tolerations of every hard taint any node of the model carries: a pod that must run on every
-    node (Velero's node agent, the log collector) tolerates each, whatever the inventory set."""
-    return cluster_model.tolerations([taint for node in nodes or [] for taint in node.get("taints") or []])
-
-
 def _placement(infra):
     if not infra:
         return {}
@@ -301,7 +295,7 @@ def velero_values(chosen, nodes, *, plugin_image, infra=False, namespace=NAMESPA
         "nodeAgent": {
             # the pods' volumes are under the kubelet's root (k3s keeps the kubelet default)
             "podVolumePath": "/var/lib/kubelet/pods",
-            "tolerations": node_tolerations(nodes),
+            "tolerations": cluster_model.node_tolerations(nodes),
             "resources": {"requests": {"cpu": "100m", "memory": "256Mi"}, "limits": {"memory": "2Gi"}},
         },
         "schedules": {SCHEDULE_KEY: {

@@ -13,7 +13,7 @@ __metaclass__ = type
 
 import re
 
-from ansible_collections.cps.gpu_cluster.plugins.plugin_utils import backups, cluster_model, k3s_hardening
+from ansible_collections.cps.gpu_cluster.plugins.plugin_utils import cluster_model, k3s_hardening
 from ansible_collections.cps.gpu_cluster.plugins.plugin_utils.forms import GO_DURATION_MAX_HOURS, VOLUME_SIZE as SIZE_RE
 
 NAMESPACE = "logging"
@@ -195,7 +195,7 @@ def alloy_values(nodes):
             "mounts": {"varlog": True},
             "resources": {"requests": {"cpu": "50m", "memory": "128Mi"}, "limits": {"memory": "512Mi"}},
         },
-        "controller": {"type": "daemonset", "tolerations": backups.node_tolerations(nodes)},
+        "controller": {"type": "daemonset", "tolerations": cluster_model.node_tolerations(nodes)},
         "crds": {"create": False},
     }
 

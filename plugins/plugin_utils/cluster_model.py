@@ -107,6 +107,12 @@ def shared_copies(hostvars):
     return result
 
 
+def node_tolerations(nodes):
+    """Tolerations of every hard taint any node of the model carries: a pod that must run on every
+    node (Velero's node agent, the log collector) tolerates each, whatever the inventory set."""
+    return tolerations([taint for node in nodes or [] for taint in node.get("taints") or []])
+
+
 def has_infra_nodes(model):
     """Whether the model has infra nodes (where state and the cluster's own services go)."""
     return any(INFRA_NODES in (node.get("groups") or []) for node in (model or {}).get("nodes") or [])

@@ -30,7 +30,7 @@ except ImportError:  # pragma: no cover
     from pipes import quote as _quote  # pylint: disable=deprecated-module
 
 from ansible_collections.cps.gpu_cluster.plugins.plugin_utils import cluster_model, ingress_tls, node_vars, verify
-from ansible_collections.cps.gpu_cluster.plugins.plugin_utils.gpu_pools import largest_profile, pool_resource
+from ansible_collections.cps.gpu_cluster.plugins.plugin_utils.gpu_pools import POOL_LABEL, largest_profile, pool_resource
 from ansible_collections.cps.gpu_cluster.plugins.plugin_utils.forms import DNS_LABEL, DNS_NAME, quantity_value
 
 SLUG = re.compile(r"^[a-z0-9]([-a-z0-9]{0,30}[a-z0-9])?\Z")
@@ -54,8 +54,7 @@ DEFAULT_GPUS = (0, 1, 2, 4)
 GPU_RESOURCE = "nvidia.com/gpu"
 SHARED_RESOURCE = "nvidia.com/gpu.shared"
 GPU_NODE_SELECTOR = {"gpu": "true"}
-# The node label of a GPU pool (the same label the vLLM models select, plugin_utils/vllm.py).
-POOL_LABEL = "gpu-cluster.cps/gpu-pool"
+# The node label of a GPU pool is gpu_pools.POOL_LABEL (the same label the vLLM models select).
 # The chart's own user-pod tolerations (scheduling.userPods.tolerations in values.yaml): a profile
 # that sets ``tolerations`` replaces the list, so GPU profiles repeat them.
 CHART_USER_TOLERATIONS = [

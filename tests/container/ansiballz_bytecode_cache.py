@@ -1,0 +1,75 @@
+"""A bytecode cache for Python code imported from a zip file: the test machines' (issue 45).
+
+Every Ansible module run unpacks its AnsiballZ payload (the module and ansible.module_utils) to a new
+zip file and imports from it (ansible/_internal/_ansiballz/_wrapper.py). Python's zipimport keeps no
+bytecode, and before 3.13 it compiles each module twice (``get_filename`` compiles to find the file
+name, ``get_code`` again): py-spy over 40 ``stat`` tasks on localhost put about half of all samples in
+zipimport's ``_compile_source``. The payload's sources are the same on every run, so this caches the
+compiled code by the source's hash (and the interpreter's bytecode magic) and skips the compile.
+
+Installed where the suite's modules run, never on a user's machine: the podman test image
+(scripts/build-test-image.sh: every molecule scenario and the lab) and the test venv (``make dev-deps``:
+the integration and render tiers' localhost modules), each through a ``.pth`` file that imports this
+module at interpreter start. It changes no result: the code objects are the ones ``compile`` returns
+(only their file name is the first run's temporary path, which shows in a module's traceback).
+
+Safe to share: the cache is a directory only the current user may write (created 0700; one owned by
+another user or writable by others is not used), written atomically; anything unreadable is compiled."""
+
+import marshal
+import os
+import stat
+import sys
+import zipimport as _zipimport
+
+
+def _cache_dir():
+    if os.environ.get("ANSIBALLZ_BYTECODE_CACHE"):  # the unit test's own directory
+        return os.environ["ANSIBALLZ_BYTECODE_CACHE"]
+    if sys.prefix != sys.base_prefix:  # a venv: beside it
+        return os.path.join(sys.prefix, "var", "ansiballz-bytecode")
+    return "/var/cache/ansiballz-bytecode"
+
+
+def _private(path):
+    """Whether ``path`` is a directory of this user that nobody else may write (created if absent)."""
+    try:
+        os.makedirs(path, mode=0o700, exist_ok=True)
+        info = os.stat(path)
+    except OSError:
+        return False
+    return stat.S_ISDIR(info.st_mode) and info.st_uid == os.geteuid() and not info.st_mode & 0o022
+
+
+def _install():
+    compile_source = getattr(_zipimport, "_compile_source", None)
+    if compile_source is None:  # another Python's zipimport: nothing to do
+        return
+
+    def cached(pathname, source):
+        import hashlib  # noqa: PLC0415 -- at the first compile, not at every interpreter start
+        import importlib.util  # noqa: PLC0415
+        directory = _cache_dir()
+        if not _private(directory):
+            return compile_source(pathname, source)
+        key = hashlib.blake2b(importlib.util.MAGIC_NUMBER + bytes(source), digest_size=20).hexdigest()
+        path = os.path.join(directory, key)
+        try:
+            with open(path, "rb") as handle:
+                return marshal.load(handle)
+        except (OSError, EOFError, ValueError, TypeError):
+            pass
+        code = compile_source(pathname, source)
+        try:
+            partial = f"{path}.{os.getpid()}.tmp"
+            with open(partial, "wb") as handle:
+                marshal.dump(code, handle)
+            os.replace(partial, path)
+        except OSError:
+            pass
+        return code
+
+    _zipimport._compile_source = cached
+
+
+_install()

@@ -1,0 +1,65 @@
+"""tests/container/ansiballz_bytecode_cache.py, the test machines' bytecode cache for code imported from a
+zip (Ansible's module payloads; issue 45): run in a fresh interpreter as the test image and the test venv
+run it (imported at start), against a zip laid out as an AnsiballZ payload."""
+
+import marshal
+import os
+import subprocess
+import sys
+import zipfile
+from pathlib import Path
+
+HOOK = Path(__file__).resolve().parents[2] / "tests" / "container"
+IMPORT = ("import sys; sys.path.insert(0, %r); import ansiballz_bytecode_cache; "
+          "sys.path.insert(0, sys.argv[1]); from ansible.module_utils import payload; print(payload.VALUE)")
+
+
+def _payload(tmp_path, name="payload.zip"):
+    path = tmp_path / name
+    with zipfile.ZipFile(path, "w") as archive:
+        archive.writestr("ansible/__init__.py", "")
+        archive.writestr("ansible/module_utils/__init__.py", "")
+        archive.writestr("ansible/module_utils/payload.py", "VALUE = 'compiled from the zip'\n")
+    return path
+
+
+def _run(zip_path, cache):
+    """The payload's VALUE, imported by a fresh interpreter (-S: no .pth of this venv) that imports the hook first."""
+    env = dict(os.environ, ANSIBALLZ_BYTECODE_CACHE=str(cache))
+    proc = subprocess.run([sys.executable, "-S", "-c", IMPORT % str(HOOK), str(zip_path)], env=env, capture_output=True,
+                          text=True, check=True)
+    return proc.stdout.strip()
+
+
+def _plant(cache, value):
+    """Replace every cached code object with one setting VALUE to ``value`` (to see whether it is read)."""
+    for entry in cache.iterdir():
+        entry.write_bytes(marshal.dumps(compile(f"VALUE = {value!r}\n", "planted", "exec")))
+
+
+def test_a_second_run_imports_the_cached_code_from_a_new_zip(tmp_path):
+    cache = tmp_path / "cache"
+    assert _run(_payload(tmp_path), cache) == "compiled from the zip"
+    assert oct(cache.stat().st_mode & 0o777) == "0o700" and len(list(cache.iterdir())) >= 1
+    _plant(cache, "from the cache")
+    # a new payload file (Ansible writes one per module run) with the same sources reads the cache
+    assert _run(_payload(tmp_path, "another.zip"), cache) == "from the cache"
+
+
+def test_a_cache_others_may_write_is_not_used(tmp_path):
+    cache = tmp_path / "cache"
+    assert _run(_payload(tmp_path), cache) == "compiled from the zip"
+    _plant(cache, "planted by someone else")
+    cache.chmod(0o777)
+    assert _run(_payload(tmp_path, "another.zip"), cache) == "compiled from the zip"
+
+
+def test_changed_sources_are_compiled_again(tmp_path):
+    cache = tmp_path / "cache"
+    _run(_payload(tmp_path), cache)
+    path = tmp_path / "changed.zip"
+    with zipfile.ZipFile(path, "w") as archive:
+        archive.writestr("ansible/__init__.py", "")
+        archive.writestr("ansible/module_utils/__init__.py", "")
+        archive.writestr("ansible/module_utils/payload.py", "VALUE = 'a new release'\n")
+    assert _run(path, cache) == "a new release"
