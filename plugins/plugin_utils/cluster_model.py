@@ -291,6 +291,26 @@ def _first_value(groups, hostvars, name):
     return first_values(groups, hostvars, (name,)).get(name)
 
 
+def inventory_value(groups, hostvars, name):
+    """The value of ``name`` on the first host that sets it: in ``groups['all']`` order, then the hosts
+    of ``hostvars`` outside ``all`` in sorted order; else None. It stops at the first host that sets it
+    (a group variable: the first host), so a lookup costs a pass over the hosts only when nobody sets
+    the name, never a sort of every host name (vllm and jupyterhub read their settings with it, issue 45)."""
+    hostvars = hostvars or {}
+    listed = _list((groups or {}).get("all"))
+    for host in listed:
+        variables = hostvars.get(host) or {}
+        if name in variables:
+            return variables[name]
+    if len(hostvars) > len(listed) or not listed:
+        known = set(listed)
+        for host in sorted(host for host in hostvars if host not in known):
+            variables = hostvars.get(host) or {}
+            if name in variables:
+                return variables[name]
+    return None
+
+
 def first_values(groups, hostvars, names):
     """{name: :func:`_first_value`} of each of ``names`` some host sets, in one pass over the hosts
     (it stops once every name is found): a name no host sets costs one pass, not one per name."""

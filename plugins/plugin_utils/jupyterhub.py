@@ -765,14 +765,6 @@ SETTINGS = {
 }
 
 
-def _inventory_value(groups, hostvars, name):
-    for host in list((groups or {}).get("all") or []) + sorted(hostvars or {}):
-        variables = (hostvars or {}).get(host) or {}
-        if name in variables:
-            return variables[name]
-    return None
-
-
 def inventory_workers(groups, hostvars):
     """{GPU worker: gpu_cluster_gpu_count} of the inventory (0 when unset)."""
     counts = {}
@@ -782,15 +774,15 @@ def inventory_workers(groups, hostvars):
 
 
 def _enabled(groups, hostvars):
-    return _flag(_inventory_value(groups, hostvars, "gpu_cluster_jupyterhub_enabled") or False)
+    return _flag(cluster_model.inventory_value(groups, hostvars, "gpu_cluster_jupyterhub_enabled") or False)
 
 
 def _resolve_inventory(groups, hostvars):
-    pools = _inventory_value(groups, hostvars, "gpu_cluster_gpu_pools")
-    namespace = _inventory_value(groups, hostvars, "gpu_cluster_jupyterhub_namespace") or "jupyterhub"
-    return resolve_profiles(_inventory_value(groups, hostvars, "gpu_cluster_jupyterhub_profiles"),
+    pools = cluster_model.inventory_value(groups, hostvars, "gpu_cluster_gpu_pools")
+    namespace = cluster_model.inventory_value(groups, hostvars, "gpu_cluster_jupyterhub_namespace") or "jupyterhub"
+    return resolve_profiles(cluster_model.inventory_value(groups, hostvars, "gpu_cluster_jupyterhub_profiles"),
                             inventory_workers(groups, hostvars), pools if isinstance(pools, list) else [],
-                            _inventory_value(groups, hostvars, "gpu_cluster_jupyterhub_drop_unsatisfiable_profiles"),
+                            cluster_model.inventory_value(groups, hostvars, "gpu_cluster_jupyterhub_drop_unsatisfiable_profiles"),
                             namespace)
 
 
@@ -800,28 +792,28 @@ def jupyterhub_problems(groups, hostvars):
         return []
     problems = []
     for name, (check, want) in SETTINGS.items():
-        value = _inventory_value(groups, hostvars, name)
+        value = cluster_model.inventory_value(groups, hostvars, name)
         if value is not None and not check(value):
             problems.append("%s is %r; use %s (docs/apps.md)" % (name, value, want))
-    auth = _inventory_value(groups, hostvars, "gpu_cluster_jupyterhub_auth") or "native"
-    if auth == "dummy" and not _flag(_inventory_value(groups, hostvars, "gpu_cluster_jupyterhub_insecure_lab")):
+    auth = cluster_model.inventory_value(groups, hostvars, "gpu_cluster_jupyterhub_auth") or "native"
+    if auth == "dummy" and not _flag(cluster_model.inventory_value(groups, hostvars, "gpu_cluster_jupyterhub_insecure_lab")):
         problems.append("gpu_cluster_jupyterhub_auth is dummy (anyone may log in with any password); it needs "
                         "gpu_cluster_jupyterhub_insecure_lab: true, and only for a lab nobody else can reach")
     if auth in ("github", "generic-oauth"):
-        oauth = _inventory_value(groups, hostvars, "gpu_cluster_jupyterhub_oauth") or {}
+        oauth = cluster_model.inventory_value(groups, hostvars, "gpu_cluster_jupyterhub_oauth") or {}
         needed = ["client_id"] + (["authorize_url", "token_url", "userdata_url"] if auth == "generic-oauth" else [])
         missing = [k for k in needed if not (isinstance(oauth, dict) and oauth.get(k))]
         if missing:
             problems.append("gpu_cluster_jupyterhub_auth is %s but gpu_cluster_jupyterhub_oauth lacks %s"
                             % (auth, ", ".join(missing)))
-        if not _inventory_value(groups, hostvars, "gpu_cluster_jupyterhub_host") and not (
+        if not cluster_model.inventory_value(groups, hostvars, "gpu_cluster_jupyterhub_host") and not (
                 isinstance(oauth, dict) and oauth.get("callback_url")):
             problems.append("gpu_cluster_jupyterhub_auth is %s: set gpu_cluster_jupyterhub_host (the callback URL is "
                             "https://<host>/hub/oauth_callback) or gpu_cluster_jupyterhub_oauth.callback_url" % auth)
-    if auth == "native" and not _inventory_value(groups, hostvars, "gpu_cluster_jupyterhub_admin_users"):
+    if auth == "native" and not cluster_model.inventory_value(groups, hostvars, "gpu_cluster_jupyterhub_admin_users"):
         problems.append("gpu_cluster_jupyterhub_auth is native but gpu_cluster_jupyterhub_admin_users is empty: nobody "
                         "could approve a sign-up; name at least one admin (the hub creates the account at start)")
-    password = _inventory_value(groups, hostvars, "gpu_cluster_jupyterhub_admin_password")
+    password = cluster_model.inventory_value(groups, hostvars, "gpu_cluster_jupyterhub_admin_password")
     if password not in (None, "") and not (isinstance(password, str) and len(password) >= MIN_PASSWORD):
         # never the value: it is a secret
         problems.append("gpu_cluster_jupyterhub_admin_password is too short or not a string; use at least %d "
@@ -835,10 +827,10 @@ def jupyterhub_problems(groups, hostvars):
 def _tls_warnings(groups, hostvars):
     """TLS on (the default) with an Ingress host and no issuer (the inventory's or the cluster CA of the
     management phase): served with the ingress controller's self-signed certificate."""
-    settings = {"cert_issuer": _inventory_value(groups, hostvars, "gpu_cluster_jupyterhub_cert_issuer"),
-                "tls": _inventory_value(groups, hostvars, "gpu_cluster_jupyterhub_tls") is not False,
-                "management": _inventory_value(groups, hostvars, "gpu_cluster_management_enabled") is True}
-    if not _inventory_value(groups, hostvars, "gpu_cluster_jupyterhub_host") or not settings["tls"] or tls_issuer(settings):
+    settings = {"cert_issuer": cluster_model.inventory_value(groups, hostvars, "gpu_cluster_jupyterhub_cert_issuer"),
+                "tls": cluster_model.inventory_value(groups, hostvars, "gpu_cluster_jupyterhub_tls") is not False,
+                "management": cluster_model.inventory_value(groups, hostvars, "gpu_cluster_management_enabled") is True}
+    if not cluster_model.inventory_value(groups, hostvars, "gpu_cluster_jupyterhub_host") or not settings["tls"] or tls_issuer(settings):
         return []
     return [ingress_tls.warning("JupyterHub (gpu_cluster_jupyterhub_host)", "gpu_cluster_jupyterhub_tls",
                                 "gpu_cluster_jupyterhub_cert_issuer")]
@@ -849,7 +841,7 @@ def jupyterhub_warnings(groups, hostvars):
     if not _enabled(groups, hostvars):
         return []
     warnings = []
-    auth = _inventory_value(groups, hostvars, "gpu_cluster_jupyterhub_auth") or "native"
+    auth = cluster_model.inventory_value(groups, hostvars, "gpu_cluster_jupyterhub_auth") or "native"
     if auth == "dummy":
         warnings.append("!!! INSECURE: JupyterHub uses the dummy authenticator (gpu_cluster_jupyterhub_insecure_lab): "
                         "ANYONE who reaches the hub logs in as ANY user with ANY password and gets GPUs and a shell; "

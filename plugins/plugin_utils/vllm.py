@@ -645,24 +645,16 @@ def _workers(groups, hostvars, pool):
     return counts
 
 
-def _inventory_value(groups, hostvars, name):
-    for host in list(groups.get("all") or []) + sorted(hostvars or {}):
-        variables = (hostvars or {}).get(host) or {}
-        if name in variables:
-            return variables[name]
-    return None
-
-
 def _setting_problems(groups, hostvars):
     problems = []
-    engine = _inventory_value(groups, hostvars, "gpu_cluster_llm_engine")
+    engine = cluster_model.inventory_value(groups, hostvars, "gpu_cluster_llm_engine")
     if engine is not None and engine not in ENGINES:
         problems.append("gpu_cluster_llm_engine is %r; use deployment (a Deployment with the pinned vLLM image) "
                         "or operator (a VLLMRuntime for the production-stack operator)" % (engine,))
-    ingress_class = _inventory_value(groups, hostvars, "gpu_cluster_llm_ingress_class")
+    ingress_class = cluster_model.inventory_value(groups, hostvars, "gpu_cluster_llm_ingress_class")
     if ingress_class is not None and (not isinstance(ingress_class, str) or not DNS_NAME.match(ingress_class)):
         problems.append("gpu_cluster_llm_ingress_class is %r; name an IngressClass, like traefik" % (ingress_class,))
-    namespace = _inventory_value(groups, hostvars, "gpu_cluster_llm_namespace")
+    namespace = cluster_model.inventory_value(groups, hostvars, "gpu_cluster_llm_namespace")
     if namespace is not None and (not isinstance(namespace, str) or not DNS_LABEL.match(namespace)):
         problems.append("gpu_cluster_llm_namespace is %r; use a DNS-1123 label, like llm" % (namespace,))
     return problems + _access_problems(groups, hostvars, engine) + _monitoring_problems(groups, hostvars, engine)
@@ -671,10 +663,10 @@ def _setting_problems(groups, hostvars):
 def _monitoring_problems(groups, hostvars, engine):
     """The model metrics settings (docs/llm.md, Watching the models)."""
     problems = []
-    enabled = _inventory_value(groups, hostvars, "gpu_cluster_llm_monitoring_enabled")
+    enabled = cluster_model.inventory_value(groups, hostvars, "gpu_cluster_llm_monitoring_enabled")
     if enabled is not None and not isinstance(enabled, bool):
         problems.append("gpu_cluster_llm_monitoring_enabled is %r; use true or false (a YAML boolean)" % (enabled,))
-    threshold = _inventory_value(groups, hostvars, "gpu_cluster_llm_queue_alert_threshold")
+    threshold = cluster_model.inventory_value(groups, hostvars, "gpu_cluster_llm_queue_alert_threshold")
     if threshold is not None and llm_monitoring.queue_threshold_problem(threshold):
         problems.append(llm_monitoring.queue_threshold_problem(threshold))
     if enabled is True and engine == "operator":
@@ -688,18 +680,18 @@ def _access_problems(groups, hostvars, engine):
     """The API key, TLS and NetworkPolicy settings (docs/llm.md, Access)."""
     problems = []
     for name in ("gpu_cluster_llm_api_key", "gpu_cluster_llm_tls"):
-        value = _inventory_value(groups, hostvars, name)
+        value = cluster_model.inventory_value(groups, hostvars, name)
         if value is not None and not isinstance(value, bool):
             problems.append("%s is %r; use true or false (a YAML boolean)" % (name, value))
-    issuer = _inventory_value(groups, hostvars, "gpu_cluster_llm_cert_issuer")
+    issuer = cluster_model.inventory_value(groups, hostvars, "gpu_cluster_llm_cert_issuer")
     if issuer not in (None, "") and not (isinstance(issuer, str) and DNS_NAME.match(issuer)):
         problems.append("gpu_cluster_llm_cert_issuer is %r; name a cert-manager ClusterIssuer, or ''" % (issuer,))
-    clients = _inventory_value(groups, hostvars, "gpu_cluster_llm_client_namespaces")
+    clients = cluster_model.inventory_value(groups, hostvars, "gpu_cluster_llm_client_namespaces")
     if clients is not None and not (isinstance(clients, list)
                                     and all(isinstance(n, str) and DNS_LABEL.match(n) for n in clients)):
         problems.append("gpu_cluster_llm_client_namespaces is %r; use a list of namespace names, like [jupyterhub]"
                         % (clients,))
-    if engine == "operator" and _inventory_value(groups, hostvars, "gpu_cluster_llm_api_key") is not False:
+    if engine == "operator" and cluster_model.inventory_value(groups, hostvars, "gpu_cluster_llm_api_key") is not False:
         problems.append("gpu_cluster_llm_engine is operator, whose VLLMRuntime cannot read the API key from a Secret "
                         "(and whose pods the llm NetworkPolicy does not select), so its models answer anyone in the "
                         "cluster; set gpu_cluster_llm_api_key: false to accept that, or use the deployment engine")
@@ -709,14 +701,14 @@ def _access_problems(groups, hostvars, engine):
 def llm_warnings(groups, hostvars):
     """Preflight warnings: models whose Ingress nothing issues a certificate for (the ingress
     controller's self-signed one serves them)."""
-    models = _inventory_value(groups, hostvars, "gpu_cluster_llm_models")
+    models = cluster_model.inventory_value(groups, hostvars, "gpu_cluster_llm_models")
     if not isinstance(models, list):
         return []
     hosts = [m for m in models if isinstance(m, dict) and m.get("ingress_host")]
-    issuer = _inventory_value(groups, hostvars, "gpu_cluster_llm_cert_issuer")
-    tls = _inventory_value(groups, hostvars, "gpu_cluster_llm_tls")
+    issuer = cluster_model.inventory_value(groups, hostvars, "gpu_cluster_llm_cert_issuer")
+    tls = cluster_model.inventory_value(groups, hostvars, "gpu_cluster_llm_tls")
     settings = access_settings({"tls": tls, "cert_issuer": issuer if isinstance(issuer, str) else "",
-                                "management": _inventory_value(groups, hostvars, "gpu_cluster_management_enabled") is True})
+                                "management": cluster_model.inventory_value(groups, hostvars, "gpu_cluster_management_enabled") is True})
     if not hosts or not settings["tls"] or settings["issuer"]:
         return []
     return [ingress_tls.warning("the Ingress of %s" % ", ".join(_label(m) for m in hosts), "gpu_cluster_llm_tls",
@@ -729,12 +721,12 @@ def llm_problems(groups, hostvars):
     Each entry is validated (:func:`validate_model`), names are unique, and each model's GPUs
     must fit on one node of its pool (or of ``gpu_workers``): the message names the largest worker.
     """
-    models = _inventory_value(groups, hostvars, "gpu_cluster_llm_models")
+    models = cluster_model.inventory_value(groups, hostvars, "gpu_cluster_llm_models")
     if models is None:
         return []
     if not isinstance(models, list):
         return ["gpu_cluster_llm_models is %r; use a list of models, each with name, model and gpu (docs/llm.md)" % (models,)]
-    pools = _inventory_value(groups, hostvars, "gpu_cluster_gpu_pools")
+    pools = cluster_model.inventory_value(groups, hostvars, "gpu_cluster_gpu_pools")
     pools = pools if isinstance(pools, list) else []
     problems = _setting_problems(groups, hostvars)
     for entry in models:
@@ -743,7 +735,7 @@ def llm_problems(groups, hostvars):
         if entry_problems:
             continue
         pool = _find_pool(pools, entry["pool"]) if entry.get("pool") else None
-        namespace = entry.get("namespace") or _inventory_value(groups, hostvars, "gpu_cluster_llm_namespace") or DEFAULT_NAMESPACE
+        namespace = entry.get("namespace") or cluster_model.inventory_value(groups, hostvars, "gpu_cluster_llm_namespace") or DEFAULT_NAMESPACE
         reserved = (pool or {}).get("namespaces")
         if isinstance(reserved, list) and reserved and namespace not in reserved:
             problems.append("gpu_cluster_llm_models: %s: pool %s is reserved for namespace(s) %s, not %s; serve the "
@@ -782,9 +774,9 @@ def _owner_of(namespace, groups, hostvars):
         return "Rancher and Fleet"
     if namespace in OWNED_NAMESPACES:
         return OWNED_NAMESPACES[namespace]
-    if namespace == (_inventory_value(groups, hostvars, "gpu_cluster_jupyterhub_namespace") or "jupyterhub"):
+    if namespace == (cluster_model.inventory_value(groups, hostvars, "gpu_cluster_jupyterhub_namespace") or "jupyterhub"):
         return "JupyterHub (gpu_cluster_jupyterhub_namespace)"
-    if namespace == (_inventory_value(groups, hostvars, "gpu_cluster_verify_namespace") or "gpu-cluster-verify"):
+    if namespace == (cluster_model.inventory_value(groups, hostvars, "gpu_cluster_verify_namespace") or "gpu-cluster-verify"):
         return "verify (gpu_cluster_verify_namespace)"
     return None
 
@@ -793,11 +785,11 @@ def _placement_problems(groups, hostvars, models):
     """Models in a namespace another component owns, or on an Ingress host another component (or
     model) already serves."""
     problems = []
-    default = _inventory_value(groups, hostvars, "gpu_cluster_llm_namespace") or DEFAULT_NAMESPACE
+    default = cluster_model.inventory_value(groups, hostvars, "gpu_cluster_llm_namespace") or DEFAULT_NAMESPACE
     hosts = {}
     for variable, what in (("gpu_cluster_jupyterhub_host", "JupyterHub (gpu_cluster_jupyterhub_host)"),
                            ("gpu_cluster_rancher_hostname", "Rancher (gpu_cluster_rancher_hostname)")):
-        value = _inventory_value(groups, hostvars, variable)
+        value = cluster_model.inventory_value(groups, hostvars, variable)
         if isinstance(value, str) and value:
             hosts[value.lower()] = what
     for entry in models:

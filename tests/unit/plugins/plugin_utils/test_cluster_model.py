@@ -574,3 +574,14 @@ def test_same_value_never_takes_an_undefined_part_for_a_value():
     defined = [1, 2]
     assert cmod.same_value([1, 2], [defined]) is defined
     assert cmod.same_value([1, StrictUndefined(hint="no fact")], [defined]) is None
+
+
+def test_inventory_value_reads_the_first_host_that_sets_it():
+    """groups['all'] order first (Ansible's own), then hosts only hostvars knows, sorted; None when unset."""
+    hostvars = {"b": {"x": "from b"}, "a": {"x": "from a", "y": 1}, "z-outside": {"z": "outside"}, "c-outside": {"z": "c"}}
+    groups = {"all": ["b", "a"]}
+    assert cmod.inventory_value(groups, hostvars, "x") == "from b"
+    assert cmod.inventory_value(groups, hostvars, "y") == 1
+    assert cmod.inventory_value(groups, hostvars, "z") == "c"
+    assert cmod.inventory_value(groups, hostvars, "unset") is None
+    assert cmod.inventory_value({}, hostvars, "x") == "from a" and cmod.inventory_value(None, None, "x") is None
