@@ -113,6 +113,17 @@ def node_tolerations(nodes):
     return tolerations([taint for node in nodes or [] for taint in node.get("taints") or []])
 
 
+# The cluster-wide settings the workloads are built from (cluster_workloads; the first host that sets
+# each, cluster_model.first_values): the model's ``settings``. None of them is a secret: the
+# cluster_model filter hands the model to playbooks.
+WORKLOAD_SETTINGS = (
+    "gpu_cluster_llm_models", "gpu_cluster_gpu_pools", "gpu_cluster_llm_namespace",
+    "gpu_cluster_jupyterhub_enabled", "gpu_cluster_jupyterhub_namespace", "gpu_cluster_jupyterhub_profiles",
+    "gpu_cluster_jupyterhub_prepull",
+    "gpu_cluster_verify_smoke_tests", "gpu_cluster_verify_gpu_probe", "gpu_cluster_verify_tensorflow",
+    "gpu_cluster_verify_network", "gpu_cluster_verify_namespace")
+
+
 def has_infra_nodes(model):
     """Whether the model has infra nodes (where state and the cluster's own services go)."""
     return any(INFRA_NODES in (node.get("groups") or []) for node in (model or {}).get("nodes") or [])
@@ -328,13 +339,19 @@ def first_values(groups, hostvars, names):
     return found
 
 
-def cluster_pools(groups, hostvars):
+def _workers_view(groups, hostvars):
+    """gpu_pools.workers_view of the GPU workers (``{host: view}``, sorted by host)."""
+    return gpu_pools.workers_view(dict((h, (hostvars or {}).get(h) or {}) for h in _list((groups or {}).get(GPU_WORKERS))))
+
+
+def cluster_pools(groups, hostvars, workers=None):
     """``gpu_cluster_gpu_pools`` when it is sound (a list without problems), else ``[]`` (preflight
-    reports the problems; the model then treats every GPU worker as unpooled)."""
+    reports the problems; the model then treats every GPU worker as unpooled); ``workers``: the GPU
+    workers' :func:`_workers_view` when already made."""
     pools = _first_value(groups, hostvars, "gpu_cluster_gpu_pools")
     if not isinstance(pools, list) or not pools:
         return []
-    workers = gpu_pools.workers_view(dict((h, (hostvars or {}).get(h) or {}) for h in _list((groups or {}).get(GPU_WORKERS))))
+    workers = workers if workers is not None else _workers_view(groups, hostvars)
     try:
         if gpu_pools.pool_problems(gpu_pools.plain(pools), workers):
             return []
@@ -451,7 +468,8 @@ def build(groups, hostvars):
     groups = groups if isinstance(groups, dict) else {}
     hostvars = hostvars if isinstance(hostvars, dict) else {}
     member = _groups_of(groups)
-    pools = cluster_pools(groups, hostvars)
+    workers = _workers_view(groups, hostvars)
+    pools = cluster_pools(groups, hostvars, workers)
     order = []
     seen = set()
     for group in (SERVERS, AGENTS, GPU_WORKERS, INFRA_NODES, APP_NODES):
@@ -464,8 +482,17 @@ def build(groups, hostvars):
     nodes = [_node(host, hostvars.get(host) or {}, member.get(host, []), members, parsed) for host in order]
     worker_taints = [_taints(gpu_taint_texts(hostvars.get(host) or {}), parsed)
                      for host in order if GPU_WORKERS in member.get(host, [])]
+    worker_gpus = dict((host, node_vars.gpu_count(hostvars.get(host))) for host in _list(groups.get(GPU_WORKERS)))
     return {"nodes": nodes, "pools": pools, "limited": limited_resources(nodes, pools),
-            "gpu_tolerations": gpu_tolerations(worker_taints)}
+            "gpu_tolerations": gpu_tolerations(worker_taints),
+            # what the workload builders read (plugin_utils/cluster_workloads.py): the cluster-wide
+            # settings, the GPU workers as the pools see them, and each worker's GPU count
+            "settings": first_values(groups, hostvars, WORKLOAD_SETTINGS), "workers": workers, "worker_gpus": worker_gpus}
+
+
+def worker_gpu_counts(model):
+    """{GPU worker (inventory host): gpu_cluster_gpu_count}, in the gpu_workers group's order (0 when unset)."""
+    return dict(model.get("worker_gpus") or {})
 
 
 def limited_resources(nodes, pools):

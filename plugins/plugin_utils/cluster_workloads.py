@@ -20,40 +20,29 @@ VERIFY_NAMESPACE = "gpu-cluster-verify"
 _VERIFY_IMAGES = dict((k, "verify/%s" % k) for k in ("cuda", "vectoradd", "pytorch", "busybox", "tensorflow"))
 
 
-# The inventory values the workloads are built from (cluster-wide: the first host that sets each).
-VALUES = ("gpu_cluster_llm_models", "gpu_cluster_gpu_pools", "gpu_cluster_llm_namespace",
-          "gpu_cluster_jupyterhub_enabled", "gpu_cluster_jupyterhub_namespace", "gpu_cluster_jupyterhub_profiles",
-          "gpu_cluster_jupyterhub_prepull",
-          "gpu_cluster_verify_smoke_tests", "gpu_cluster_verify_gpu_probe", "gpu_cluster_verify_tensorflow",
-          "gpu_cluster_verify_network", "gpu_cluster_verify_namespace")
+# The inventory values the workloads are built from (cluster-wide: the first host that sets each), read
+# once by the model's builder (the model's ``settings``: cluster_model.WORKLOAD_SETTINGS).
+VALUES = cluster_model.WORKLOAD_SETTINGS
 
 
-def _value(groups, hostvars, name, default=None, values=None):
-    """The inventory's value of ``name`` (one of VALUES); ``values``: :func:`inventory_values` of the
-    inventory when already read."""
-    if values is None:
-        values = cluster_model.first_values(groups, hostvars, (name,))
-    value = values.get(name)
+def _value(model, name, default=None):
+    """The inventory's value of ``name`` (one of VALUES), from the model's settings."""
+    value = (model.get("settings") or {}).get(name)
     return default if value is None else value
-
-
-def inventory_values(groups, hostvars):
-    """VALUES of the inventory, read in one pass (the builders below take it as ``values``)."""
-    return cluster_model.first_values(groups, hostvars, VALUES)
 
 
 def _flag(value):
     return value is True or (isinstance(value, str) and value.strip().lower() in ("true", "yes", "on", "1"))
 
 
-def llm_workloads(groups, hostvars, values=None, gpu_tolerations=None):
+def llm_workloads(model, gpu_tolerations=None):
     """The pods of ``gpu_cluster_llm_models`` (engine ``deployment``: the Deployment's template;
     ``operator``: the pod the production-stack operator makes of a VLLMRuntime)."""
-    models = _value(groups, hostvars, "gpu_cluster_llm_models", values=values)
+    models = _value(model, "gpu_cluster_llm_models")
     if not isinstance(models, list) or not models:
         return []
-    pools = _value(groups, hostvars, "gpu_cluster_gpu_pools", [], values=values)
-    namespace = _value(groups, hostvars, "gpu_cluster_llm_namespace", vllm.DEFAULT_NAMESPACE, values=values)
+    pools = _value(model, "gpu_cluster_gpu_pools", [])
+    namespace = _value(model, "gpu_cluster_llm_namespace", vllm.DEFAULT_NAMESPACE)
     try:
         specs = [vllm.vllm_spec(entry, pools if isinstance(pools, list) else [], "deployment",
                                 vllm.DEFAULT_INGRESS_CLASS, namespace, gpu_tolerations=gpu_tolerations) for entry in models]
@@ -83,15 +72,15 @@ def profile_pod(spec):
     return pod
 
 
-def jupyterhub_workloads(groups, hostvars, values=None, gpu_tolerations=None):
+def jupyterhub_workloads(model, gpu_tolerations=None):
     """One pod per JupyterHub profile the hub would offer (when JupyterHub is enabled)."""
-    if not _flag(_value(groups, hostvars, "gpu_cluster_jupyterhub_enabled", False, values=values)):
+    if not _flag(_value(model, "gpu_cluster_jupyterhub_enabled", False)):
         return []
-    pools = _value(groups, hostvars, "gpu_cluster_gpu_pools", [], values=values)
+    pools = _value(model, "gpu_cluster_gpu_pools", [])
     pools = pools if isinstance(pools, list) else []
-    namespace = _value(groups, hostvars, "gpu_cluster_jupyterhub_namespace", "jupyterhub", values=values)
-    resolved = jupyterhub.resolve_profiles(_value(groups, hostvars, "gpu_cluster_jupyterhub_profiles", values=values),
-                                           jupyterhub.inventory_workers(groups, hostvars), pools, False, namespace)
+    namespace = _value(model, "gpu_cluster_jupyterhub_namespace", "jupyterhub")
+    resolved = jupyterhub.resolve_profiles(_value(model, "gpu_cluster_jupyterhub_profiles"),
+                                           cluster_model.worker_gpu_counts(model), pools, False, namespace)
     result = []
     for entry in resolved["profiles"]:
         try:
@@ -103,7 +92,7 @@ def jupyterhub_workloads(groups, hostvars, values=None, gpu_tolerations=None):
                        "pod": profile_pod(spec), "alone": True})
     puller = jupyterhub.image_puller(
         {"namespace": namespace, "pools": pools, "pause_image": "pause", "gpu_tolerations": gpu_tolerations,
-         "prepull": _value(groups, hostvars, "gpu_cluster_jupyterhub_prepull", True, values=values),
+         "prepull": _value(model, "gpu_cluster_jupyterhub_prepull", True),
          "images": {"cpu": "cpu", "pytorch": "pytorch", "tensorflow": "tensorflow"}}, resolved["profiles"])
     if puller:
         result.append({"name": "JupyterHub notebook image puller (DaemonSet %s/%s)" % (namespace, jupyterhub.IMAGE_PULLER),
@@ -148,16 +137,16 @@ def _alike_workers(model):
     return firsts, alike
 
 
-def _verify_plan(groups, hostvars, model, values=None):
+def _verify_plan(model):
     """(Jobs, namespace, alike) as verify.yml plans them for the inventory (its default options),
     the per-node Jobs planned for one node of each shape (``alike``: :func:`_alike_workers`)."""
     options = {}
     for key, name in (("smoke_tests", "gpu_cluster_verify_smoke_tests"), ("gpu_probe", "gpu_cluster_verify_gpu_probe"),
                       ("tensorflow", "gpu_cluster_verify_tensorflow"), ("network", "gpu_cluster_verify_network")):
-        value = _value(groups, hostvars, name, values=values)
+        value = _value(model, name)
         if value is not None:
             options[key] = _flag(value)
-    namespace = _value(groups, hostvars, "gpu_cluster_verify_namespace", VERIFY_NAMESPACE, values=values)
+    namespace = _value(model, "gpu_cluster_verify_namespace", VERIFY_NAMESPACE)
     nodes = [node["name"] for node in model["nodes"][:2]]
     # the pod-network check's pods (one per node, alike but for the node) are judged as one workload
     # on every node; the first worker of each shape comes first in the plan's order, so the once-only
@@ -173,10 +162,10 @@ def _others(job, alike):
     return alike.get(job.get("node"), [])
 
 
-def verify_workloads(groups, hostvars, model, plan=None):
+def verify_workloads(model, plan=None):
     """The verify Jobs' pods, as verify.yml plans them for the inventory (its default options); a
     per-node Job stands for its node and the nodes alike (``alike``, ``replicas``)."""
-    jobs, namespace, alike = plan or _verify_plan(groups, hostvars, model)
+    jobs, namespace, alike = plan or _verify_plan(model)
     result = []
     for job in jobs:
         pod = verify.job_manifests(job, namespace)[-1]["spec"]["template"]["spec"]
@@ -224,17 +213,24 @@ def _chart_pod(values, name):
     return pod
 
 
-def operations_workloads(groups, hostvars, model):
+def operations_values(groups, hostvars):
+    """``{backups, logs}``: the backup and log settings of the inventory (backups.inventory_values,
+    cluster_logs.inventory_values), read at the boundary: they hold the backup location's credentials,
+    which the model never carries (the cluster_model filter hands the model to playbooks)."""
+    return {"backups": backups.inventory_values(groups, hostvars), "logs": cluster_logs.inventory_values(groups, hostvars)}
+
+
+def operations_workloads(model, operations):
     """The backup and log pods our values decide (the charts' own pods are proved in the render tier):
     Velero's server and its node agent, which must run on every node (a pod's volumes are read where
     the pod runs), Loki and the log collector on every node. [] for what is off or unsound (preflight
-    says why)."""
+    says why). ``operations``: :func:`operations_values`."""
     result = []
-    for module, build in ((backups, lambda v: backups.components(v, model, plugin_image="velero/plugin", chart_version="0.0.0")),
-                          (cluster_logs, lambda v: cluster_logs.components(v, model, loki_chart_version="0.0.0",
-                                                                           alloy_chart_version="0.0.0"))):
+    for key, build in (("backups", lambda v: backups.components(v, model, plugin_image="velero/plugin", chart_version="0.0.0")),
+                       ("logs", lambda v: cluster_logs.components(v, model, loki_chart_version="0.0.0",
+                                                                  alloy_chart_version="0.0.0"))):
         try:
-            found = build(module.inventory_values(groups, hostvars))
+            found = build(operations[key])
         except ValueError:
             continue
         for component in found:
@@ -251,24 +247,21 @@ def operations_workloads(groups, hostvars, model):
     return result
 
 
-def pool_quotas(groups, hostvars, model=None):
+def pool_quotas(model):
     """The ResourceQuotas the GPU pools render (gpu_pools.resource_quotas), [] without sound pools
-    or when no pool is reserved for some namespaces (only those get quotas); ``model``: the
-    inventory's cluster model when already built (its sound pools)."""
-    pools = model["pools"] if model is not None else cluster_model.cluster_pools(groups, hostvars)
+    or when no pool is reserved for some namespaces (only those get quotas)."""
+    pools = model["pools"]
     if not any(pool.get("namespaces") for pool in pools):
         return []
-    workers = gpu_pools.workers_view(dict((h, (hostvars or {}).get(h) or {}) for h in (groups or {}).get("gpu_workers") or []))
-    return gpu_pools.resource_quotas(pools, workers)
+    return gpu_pools.resource_quotas(pools, model["workers"])
 
 
-def workloads(groups, hostvars, model=None, plan=None, values=None):
-    """Every workload, in deploy order (storage and GPU stack first, then apps, then verify)."""
-    model = model or cluster_model.build(groups, hostvars)
-    values = values if values is not None else inventory_values(groups, hostvars)
+def workloads(model, operations, plan=None):
+    """Every workload, in deploy order (storage and GPU stack first, then apps, then verify);
+    ``operations``: :func:`operations_values`."""
     gpu = model.get("gpu_tolerations")
-    return (smoke_workloads(model) + operations_workloads(groups, hostvars, model) + llm_workloads(groups, hostvars, values, gpu) +
-            jupyterhub_workloads(groups, hostvars, values, gpu) + verify_workloads(groups, hostvars, model, plan))
+    return (smoke_workloads(model) + operations_workloads(model, operations) + llm_workloads(model, gpu) +
+            jupyterhub_workloads(model, gpu) + verify_workloads(model, plan))
 
 
 def admission_limits(model):
@@ -279,37 +272,32 @@ def admission_limits(model):
 
 
 def proof(groups, hostvars, model=None):
-    """The scheduling proof of an inventory: ``{rows, problems, table}`` (scheduling.prove of every
-    workload against the model's nodes, the pools' quotas and verify's own, and the API server's
-    limitedResources); ``model``: the inventory's cluster model when already built."""
-    model = model or cluster_model.build(groups, hostvars)
-    values = inventory_values(groups, hostvars)
-    plan = _verify_plan(groups, hostvars, model, values)
-    quotas = pool_quotas(groups, hostvars, model) + verify_quotas(model, plan)
-    result = scheduling.prove(workloads(groups, hostvars, model, plan, values), model["nodes"], quotas,
-                              admission_limits(model))
+    """The scheduling proof of an inventory (the boundary: the model built once, or ``model`` when the
+    caller built it, and the backup and log settings read once): ``{rows, problems, table}``."""
+    return model_proof(model or cluster_model.build(groups, hostvars), operations_values(groups, hostvars))
+
+
+def model_proof(model, operations):
+    """scheduling.prove of every workload against the model's nodes, the pools' quotas and verify's own,
+    and the API server's limitedResources: ``{rows, problems, table}``."""
+    plan = _verify_plan(model)
+    quotas = pool_quotas(model) + verify_quotas(model, plan)
+    result = scheduling.prove(workloads(model, operations, plan), model["nodes"], quotas, admission_limits(model))
     result["table"] = scheduling.table(result)
     return result
 
 
-def schedule_problems(groups, hostvars):
-    """Preflight: the workloads that fit no node, one message each (scheduling.prove)."""
-    return proof(groups, hostvars)["problems"]
-
-
-def idle_pools(groups, hostvars, model=None):
+def idle_pools(model):
     """The sound GPU pools that no application would run on (issue 43): ``[(pool, resource)]`` of each pool
     whose resource no vLLM model and no JupyterHub profile asks for on the pool's nodes, within the pools'
     quotas, the verify Jobs left out (they exercise every pool by design). A pool like that holds GPUs that
     nothing the inventory describes uses; preflight warns about it."""
-    model = model or cluster_model.build(groups, hostvars)
     if not model["pools"]:
         return []
-    values = inventory_values(groups, hostvars)
     gpu = model.get("gpu_tolerations")
-    apps = [workload for workload in llm_workloads(groups, hostvars, values, gpu) + jupyterhub_workloads(groups, hostvars, values, gpu)
+    apps = [workload for workload in llm_workloads(model, gpu) + jupyterhub_workloads(model, gpu)
             if not workload.get("daemon_set")]
-    quotas, limits = pool_quotas(groups, hostvars, model), admission_limits(model)
+    quotas, limits = pool_quotas(model), admission_limits(model)
     rows = scheduling.prove(apps, model["nodes"], quotas, limits)["rows"]
     pool_of = dict((node["name"], node.get("pool") or "") for node in model["nodes"])
     resource = dict((pool["name"], gpu_pools.pool_resource(pool)) for pool in model["pools"])

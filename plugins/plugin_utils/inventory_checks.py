@@ -35,8 +35,7 @@ from ansible_collections.cps.gpu_cluster.plugins.plugin_utils.management import 
 from ansible_collections.cps.gpu_cluster.plugins.plugin_utils.management import management_inventory_problems
 from ansible_collections.cps.gpu_cluster.plugins.plugin_utils.versions import file_problems as versions_file_problems
 from ansible_collections.cps.gpu_cluster.plugins.plugin_utils.versions import safe_pinned, inventory_version_warnings
-from ansible_collections.cps.gpu_cluster.plugins.plugin_utils.cluster_workloads import VALUES as WORKLOAD_VALUES, schedule_problems
-from ansible_collections.cps.gpu_cluster.plugins.plugin_utils.cluster_workloads import idle_pools
+from ansible_collections.cps.gpu_cluster.plugins.plugin_utils.cluster_workloads import VALUES as WORKLOAD_VALUES, idle_pools, proof
 from ansible_collections.cps.gpu_cluster.plugins.plugin_utils.k3s import refused_node_labels
 from ansible_collections.cps.gpu_cluster.plugins.plugin_utils import secrets_needed as secrets_needed_module
 from ansible_collections.cps.gpu_cluster.plugins.plugin_utils import backups, cluster_logs, cluster_model, gpu_monitoring, input_checks
@@ -1226,6 +1225,11 @@ def _plain(groups, hostvars):
     return groups, hostvars
 
 
+def _schedule_problems(groups, hostvars):
+    """The workloads that fit no node, one message each (the scheduling proof, cluster_workloads.proof)."""
+    return proof(groups, hostvars)["problems"]
+
+
 def operations_problems(groups, hostvars):
     """The backup (Velero) and log aggregation settings (docs/disaster-recovery.md, docs/gpu-pools.md)."""
     return (backups.problems(backups.inventory_values(groups, hostvars)) +
@@ -1297,7 +1301,7 @@ def inventory_problems(groups, hostvars, role_specs=None, schedule=True, secrets
     if schedule and not problems:
         # the scheduling proof judges a sound inventory (its workloads are built from the values
         # checked above): every workload must fit a node of the cluster model
-        problems.extend(_guarded(schedule_problems, groups, hostvars))
+        problems.extend(_guarded(_schedule_problems, groups, hostvars))
     # after the proof (a missing vault must not hide what the proof would say)
     problems.extend(_guarded(secrets_needed_module.secret_problems, groups, hostvars, secrets_needed))
     return problems
@@ -1354,5 +1358,5 @@ def pool_warnings(groups, hostvars):
             "asks for %s on its nodes, so only the verify Jobs would use its GPUs; give a model or a profile "
             "pool: %s (docs/gpu-pools.md), or remove the pool" % (pool["name"], resource, ", ".join(pool.get("nodes") or []),
                                                                   resource, pool["name"])
-            for pool, resource in idle_pools(dict((name, _group(groups, name)) for name in groups),
-                                             dict((host, _vars(hostvars, host)) for host in hostvars))]
+            for pool, resource in idle_pools(cluster_model.build(dict((name, _group(groups, name)) for name in groups),
+                                                                 dict((host, _vars(hostvars, host)) for host in hostvars)))]

@@ -620,7 +620,7 @@ def chart_workloads(docs, namespace):
 def test_every_chart_pod_of_the_homelab_schedules(rendered):
     groups, hostvars = _load_homelab()
     model = cluster_model.build(groups, hostvars)
-    quotas = cluster_workloads.pool_quotas(groups, hostvars)
+    quotas = cluster_workloads.pool_quotas(model)
     workloads = []
     for (render, bundle), (_chart_dir, namespace) in sorted(CHARTS.items()):
         if render == "homelab":

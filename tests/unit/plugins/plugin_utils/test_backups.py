@@ -193,7 +193,7 @@ def test_the_proof_places_the_server_and_a_node_agent_on_every_node():
     for host in groups["all"]:
         hostvars[host].update(gpu_cluster_backup_enabled=True, gpu_cluster_backup_s3=dict(MINIO))
     model = model_of(groups, hostvars)
-    found = cluster_workloads.operations_workloads(groups, hostvars, model)
+    found = cluster_workloads.operations_workloads(model, cluster_workloads.operations_values(groups, hostvars))
     assert [(w["name"], w.get("every_node", False)) for w in found] == [("Velero server", False), ("Velero node agent", True)]
     assert cluster_workloads.proof(groups, hostvars)["problems"] == []
     # a node too small for the agent's request refuses it, and the proof names it

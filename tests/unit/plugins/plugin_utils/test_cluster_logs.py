@@ -88,7 +88,7 @@ def test_preflight_and_the_proof_read_the_inventory():
     assert inventory_checks.operations_problems(groups, hostvars) == []
     del hostvars["cp1"]["gpu_cluster_monitoring_enabled"]  # on by default with GPU workers
     assert cl.inventory_values(groups, hostvars) == {"enabled": True, "monitoring": True}
-    found = cluster_workloads.operations_workloads(groups, hostvars, cluster_model.build(groups, hostvars))
+    found = cluster_workloads.operations_workloads(cluster_model.build(groups, hostvars), cluster_workloads.operations_values(groups, hostvars))
     assert [(w["name"], w.get("every_node", False)) for w in found] == [("Loki", False), ("Log collector", True)]
     assert found[0]["pod"]["nodeSelector"] == {cluster_model.CONTROL_PLANE_LABEL: "true"}
     assert cluster_workloads.proof(groups, hostvars)["problems"] == []

@@ -239,7 +239,7 @@ def test_the_homelab_admission_configuration_refuses_a_namespace_without_a_grant
     limited = next(p for p in admission["plugins"] if p["name"] == "ResourceQuota")["configuration"]["limitedResources"]
     workers = dict((h, hostvars[h]) for h in groups["gpu_workers"])
     quotas = gpu_pools.resource_quotas(hostvars["wk-gpu4"]["gpu_cluster_gpu_pools"], workers)
-    plan = cw._verify_plan(groups, hostvars, model)
+    plan = cw._verify_plan(model)
     quotas += cw.verify_quotas(model, plan)
     mig = sch.pod_requests(MIG_POD)
     assert sch.uncovered(mig, "llm", quotas, limited) == []
@@ -413,11 +413,11 @@ def test_gpu_workers_alike_are_judged_once_and_reported_each(homelab):
     of each per-node verify Job; the rows still name every Job verify.yml creates, each on its node."""
     groups, hostvars = homelab
     model = cmod.build(groups, hostvars)
-    plan = cw._verify_plan(groups, hostvars, model)
+    plan = cw._verify_plan(model)
     jobs, _namespace, alike = plan
     assert alike == {"wk-gpu1": ["wk-gpu2"], "wk-gpu3": [], "wk-gpu4": []}
     assert "smi-wk-gpu2" not in [job["name"] for job in jobs]
-    workloads = {w["name"]: w for w in cw.verify_workloads(groups, hostvars, model, plan)}
+    workloads = {w["name"]: w for w in cw.verify_workloads(model, plan)}
     assert workloads["verify Job smi-wk-gpu1"]["alike"] == [("verify Job smi-wk-gpu2", "wk-gpu2")]
     assert workloads["verify Job smi-wk-gpu1"]["replicas"] == 2
     assert "alike" not in workloads["verify Job multigpu-wk-gpu1"]  # a once-only Job stays once
@@ -456,7 +456,7 @@ def test_the_verify_quota_counts_every_node_alike(homelab):
     hostvars["wk-gpu3"].update({k: hostvars["wk-gpu4"][k] for k in ("gpu_cluster_gpu_model", "gpu_cluster_gpu_count")
                                 if k in hostvars["wk-gpu4"]})
     model = cmod.build(groups, hostvars)
-    plan = cw._verify_plan(groups, hostvars, model)
+    plan = cw._verify_plan(model)
     assert plan[2]["wk-gpu3"] == ["wk-gpu4"]
     quota = cw.verify_quotas(model, plan)[0]
     assert quota["spec"]["hard"] == {"requests.nvidia.com/mig-1g.10gb": "6"}  # 3 Jobs of one unit on each node
@@ -492,7 +492,7 @@ def test_switched_on_decides_for_an_optional_feature():
 
 def test_every_pool_of_the_homelab_serves_an_application(homelab):
     groups, hostvars = homelab
-    assert cw.idle_pools(groups, hostvars) == []
+    assert cw.idle_pools(cmod.build(groups, hostvars)) == []
     assert not [w for w in inventory_checks.inventory_warnings(groups, hostvars) if "serves no workload" in w]
     # and the proof places each pool's application there
     proof = cw.proof(groups, hostvars)
@@ -515,7 +515,7 @@ def test_the_homelab_quotas_grant_no_more_gpus_than_their_pools_have(homelab):
     hard = jupyterhub.namespace_objects({"quota": quota, "pools": pools}, profiles)[0]["spec"]["hard"]
     gpu_hard = dict((name[len("requests."):], int(value)) for name, value in hard.items() if name.startswith("requests.nvidia.com/"))
     assert gpu_hard and all(value <= capacity[resource] for resource, value in gpu_hard.items()), (gpu_hard, capacity)
-    for quota_object in cw.pool_quotas(groups, hostvars, model):
+    for quota_object in cw.pool_quotas(model):
         for name, value in quota_object["spec"]["hard"].items():
             resource = name[len("requests."):]
             if resource in capacity:
@@ -535,7 +535,7 @@ def test_a_pool_that_serves_nothing_is_a_preflight_warning(homelab, change, pool
     else:
         models = [dict((k, v) for k, v in m.items() if k != "pool") for m in homelab[1]["cp1"]["gpu_cluster_llm_models"]]
         groups, hostvars = variant(homelab, gpu_cluster_llm_models=models)
-    assert [(p["name"], r) for p, r in cw.idle_pools(groups, hostvars)] == [(pool, resource)]
+    assert [(p["name"], r) for p, r in cw.idle_pools(cmod.build(groups, hostvars))] == [(pool, resource)]
     warnings = [w for w in inventory_checks.inventory_warnings(groups, hostvars) if "serves no workload" in w]
     assert len(warnings) == 1 and warnings[0].startswith(f"gpu_cluster_gpu_pools: pool {pool} ({resource} on ")
     assert f"pool: {pool}" in warnings[0]
@@ -550,7 +550,7 @@ def test_a_model_the_pools_quota_keeps_out_does_not_serve_the_pool(homelab):
     models = [dict(m, namespace="search") if m.get("pool") == "inference" else m
               for m in homelab[1]["cp1"]["gpu_cluster_llm_models"]]
     groups, hostvars = variant(homelab, gpu_cluster_llm_models=models)
-    assert "inference" in [p["name"] for p, _r in cw.idle_pools(groups, hostvars)]
+    assert "inference" in [p["name"] for p, _r in cw.idle_pools(cmod.build(groups, hostvars))]
 
 
 def test_shared_copies_makes_every_hosts_copy_of_a_group_variable_one_object():
