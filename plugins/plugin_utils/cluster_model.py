@@ -313,12 +313,11 @@ def inventory_value(groups, hostvars, name):
         variables = hostvars.get(host) or {}
         if name in variables:
             return variables[name]
-    if len(hostvars) > len(listed) or not listed:
-        known = set(listed)
-        for host in sorted(host for host in hostvars if host not in known):
-            variables = hostvars.get(host) or {}
-            if name in variables:
-                return variables[name]
+    known = set(listed)
+    for host in sorted(host for host in hostvars if host not in known):
+        variables = hostvars.get(host) or {}
+        if name in variables:
+            return variables[name]
     return None
 
 

@@ -585,3 +585,5 @@ def test_inventory_value_reads_the_first_host_that_sets_it():
     assert cmod.inventory_value(groups, hostvars, "z") == "c"
     assert cmod.inventory_value(groups, hostvars, "unset") is None
     assert cmod.inventory_value({}, hostvars, "x") == "from a" and cmod.inventory_value(None, None, "x") is None
+    # a host only hostvars knows is read even when `all` names more hosts than hostvars holds
+    assert cmod.inventory_value({"all": ["b", "gone1", "gone2"]}, {"b": {}, "extra": {"z": 1}}, "z") == 1
