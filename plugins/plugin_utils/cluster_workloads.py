@@ -9,11 +9,11 @@ Each builder is the one the roles render with, so the proof judges what is deplo
 from __future__ import (absolute_import, division, print_function)
 __metaclass__ = type
 
-import copy
 
 from ansible_collections.cps.gpu_cluster.plugins.plugin_utils import backups, cluster_logs, cluster_model, components, gpu_pools
 from ansible_collections.cps.gpu_cluster.plugins.plugin_utils import jupyterhub, k3s_hardening
 from ansible_collections.cps.gpu_cluster.plugins.plugin_utils import scheduling, verify, vllm
+from ansible_collections.cps.gpu_cluster.plugins.plugin_utils.forms import copy_data
 
 VERIFY_NAMESPACE = "gpu-cluster-verify"
 # Verify's default images: the proof needs a name, not the pin.
@@ -66,7 +66,7 @@ def profile_pod(spec):
     requests.update(override.get("extra_resource_guarantees") or {})
     limits.update(override.get("extra_resource_limits") or {})
     pod = {"containers": [{"name": "notebook", "resources": {"requests": requests, "limits": limits}}],
-           "tolerations": copy.deepcopy(override.get("tolerations") or jupyterhub.CHART_USER_TOLERATIONS)}
+           "tolerations": copy_data(override.get("tolerations") or jupyterhub.CHART_USER_TOLERATIONS)}
     if override.get("node_selector"):
         pod["nodeSelector"] = dict(override["node_selector"])
     return pod

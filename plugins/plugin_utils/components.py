@@ -26,10 +26,9 @@ A *component* is a dict::
 from __future__ import (absolute_import, division, print_function)
 __metaclass__ = type
 
-import copy
 import re
 from ansible_collections.cps.gpu_cluster.plugins.plugin_utils import cluster_model
-from ansible_collections.cps.gpu_cluster.plugins.plugin_utils.forms import DNS_LABEL
+from ansible_collections.cps.gpu_cluster.plugins.plugin_utils.forms import DNS_LABEL, copy_data
 
 VERSION = re.compile(r"^v?(\d+)\.(\d+)(?:\.(\d+))?", re.ASCII)  # \d: 0-9 only, as Go's
 
@@ -117,7 +116,7 @@ def gpu_operator_values(k3s_version, operator_version, *, driver_enabled=True, d
         driver["version"] = str(driver_version)
     if driver_enabled and driver_upgrade_policy:
         # gpu_driver.upgrade_policy: node by node, GPU pods stopped first (docs/components.md, GPU driver)
-        driver["upgradePolicy"] = copy.deepcopy(driver_upgrade_policy)
+        driver["upgradePolicy"] = copy_data(driver_upgrade_policy)
     values = {
         # We label the namespace ourselves (Namespace manifest of this component).
         "psa": {"enabled": False},
@@ -127,12 +126,12 @@ def gpu_operator_values(k3s_version, operator_version, *, driver_enabled=True, d
             "worker": {"tolerations": [
                 {"key": "node-role.kubernetes.io/control-plane", "operator": "Equal",
                  "value": "", "effect": "NoSchedule"},
-                *copy.deepcopy(gpu),
+                *copy_data(gpu),
             ]},
         },
         "daemonsets": {
             "annotations": {"gpu-cluster.cps/containerd-mode": mode},
-            "tolerations": copy.deepcopy(gpu),
+            "tolerations": copy_data(gpu),
         },
         "operator": {"runtimeClass": "nvidia"},
         "driver": driver,
@@ -152,12 +151,12 @@ def gpu_operator_values(k3s_version, operator_version, *, driver_enabled=True, d
 
 def merge(base, override):
     """Deep-merge ``override`` into a copy of ``base`` (dicts merge, everything else replaces)."""
-    result = copy.deepcopy(base)
+    result = copy_data(base)
     for key, value in (override or {}).items():
         if isinstance(value, dict) and isinstance(result.get(key), dict):
             result[key] = merge(result[key], value)
         else:
-            result[key] = copy.deepcopy(value)
+            result[key] = copy_data(value)
     return result
 
 
@@ -201,7 +200,7 @@ def component_manifests(component):
             "kind": "Namespace",
             "metadata": {"name": component["namespace"], "labels": dict(labels)},
         })
-    manifests.extend(copy.deepcopy(m) for m in component.get("manifests") or [])
+    manifests.extend(copy_data(m) for m in component.get("manifests") or [])
     return manifests
 
 
@@ -229,7 +228,7 @@ def fleet_bundle(component):
     if component.get("fleet_labels"):
         bundle["labels"] = dict(component["fleet_labels"])
     if component.get("fleet_depends_on"):
-        bundle["dependsOn"] = copy.deepcopy(component["fleet_depends_on"])
+        bundle["dependsOn"] = copy_data(component["fleet_depends_on"])
     chart = component.get("chart")
     if chart:
         bundle["helm"] = {
@@ -237,7 +236,7 @@ def fleet_bundle(component):
             "chart": chart["name"],
             "version": str(chart["version"]),
             "releaseName": chart["release"],
-            "values": copy.deepcopy(chart.get("values") or {}),
+            "values": copy_data(chart.get("values") or {}),
         }
     return bundle
 

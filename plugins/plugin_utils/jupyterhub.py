@@ -20,7 +20,6 @@ The inventory names what users may start; everything else is derived here:
 from __future__ import (absolute_import, division, print_function)
 __metaclass__ = type
 
-import copy
 import json
 import re
 
@@ -31,7 +30,7 @@ except ImportError:  # pragma: no cover
 
 from ansible_collections.cps.gpu_cluster.plugins.plugin_utils import cluster_model, ingress_tls, node_vars, verify
 from ansible_collections.cps.gpu_cluster.plugins.plugin_utils.gpu_pools import POOL_LABEL, largest_profile, pool_resource
-from ansible_collections.cps.gpu_cluster.plugins.plugin_utils.forms import DNS_LABEL, DNS_NAME, quantity_value
+from ansible_collections.cps.gpu_cluster.plugins.plugin_utils.forms import DNS_LABEL, DNS_NAME, copy_data, quantity_value
 
 SLUG = re.compile(r"^[a-z0-9]([-a-z0-9]{0,30}[a-z0-9])?\Z")
 USER = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._@-]{0,63}\Z")
@@ -290,7 +289,7 @@ def resolve_profiles(entries, workers, pools=None, drop_unsatisfiable=False, nam
             else:
                 result["refused"].append("gpu_cluster_jupyterhub_profiles: " + why)
             continue
-        result["profiles"].append(copy.deepcopy(entry))
+        result["profiles"].append(copy_data(entry))
     if not result["profiles"] and not result["problems"] and not result["refused"]:
         result["problems"].append("gpu_cluster_jupyterhub_profiles: no profile is left after dropping the "
                                   "unsatisfiable ones; offer at least the CPU profile (gpu: 0)")
@@ -372,7 +371,7 @@ def kubespawner_override(spec):
     if spec["gpu"]:
         override["extra_resource_limits"] = {spec["resource"]: str(spec["gpu"])}
         override["extra_resource_guarantees"] = {spec["resource"]: str(spec["gpu"])}
-        override["tolerations"] = [*copy.deepcopy(CHART_USER_TOLERATIONS), *copy.deepcopy(spec["tolerations"])]
+        override["tolerations"] = [*copy_data(CHART_USER_TOLERATIONS), *copy_data(spec["tolerations"])]
         override["node_selector"] = dict(spec["node_selector"])
         override["extra_pod_config"] = {"runtimeClassName": "nvidia"}
         override["environment"] = {"NVIDIA_DRIVER_CAPABILITIES": "compute,utility", "HOME": HOME_MOUNT}
@@ -657,8 +656,8 @@ def image_puller(settings, entries):
         raise ValueError("the image puller needs settings.pause_image (versions.yml jupyterhub_puller_pause_image)")
     labels = {"app.kubernetes.io/name": IMAGE_PULLER, "app.kubernetes.io/part-of": "gpu-cluster"}
     pullers = [{"name": "pull-%d" % index, "image": image, "imagePullPolicy": "IfNotPresent",
-                "command": ["sh", "-c", "exit 0"], "resources": copy.deepcopy(_PULLER_RESOURCES),
-                "securityContext": copy.deepcopy(_PULLER_SECURITY)} for index, image in enumerate(pulled)]
+                "command": ["sh", "-c", "exit 0"], "resources": copy_data(_PULLER_RESOURCES),
+                "securityContext": copy_data(_PULLER_SECURITY)} for index, image in enumerate(pulled)]
     return {
         "apiVersion": "apps/v1", "kind": "DaemonSet",
         "metadata": {"name": IMAGE_PULLER, "namespace": settings.get("namespace", "jupyterhub"), "labels": dict(labels)},
@@ -670,15 +669,15 @@ def image_puller(settings, entries):
                 "metadata": {"labels": dict(labels)},
                 "spec": {
                     "nodeSelector": dict(GPU_NODE_SELECTOR),
-                    "tolerations": [*copy.deepcopy(CHART_USER_TOLERATIONS),
+                    "tolerations": [*copy_data(CHART_USER_TOLERATIONS),
                                     *cluster_model.given_gpu_tolerations(settings.get("gpu_tolerations"))],
                     "automountServiceAccountToken": False,
                     "terminationGracePeriodSeconds": 0,
                     "securityContext": {"runAsNonRoot": True, "seccompProfile": {"type": "RuntimeDefault"}},
                     "initContainers": pullers,
                     "containers": [{"name": "pause", "image": settings["pause_image"],
-                                    "resources": copy.deepcopy(_PULLER_RESOURCES),
-                                    "securityContext": copy.deepcopy(_PULLER_SECURITY)}],
+                                    "resources": copy_data(_PULLER_RESOURCES),
+                                    "securityContext": copy_data(_PULLER_SECURITY)}],
                 },
             },
         },

@@ -13,11 +13,11 @@ TLS cipher suites.
 from __future__ import (absolute_import, division, print_function)
 __metaclass__ = type
 
-import copy
 import re
 
 from ansible_collections.cps.gpu_cluster.plugins.plugin_utils import node_vars
 from ansible_collections.cps.gpu_cluster.plugins.plugin_utils.forms import (
+    copy_data,
     DNS_LABEL as _DNS_LABEL, DNS_SUBDOMAIN as _DNS_SUBDOMAIN, GO_DURATION as _DURATION)
 
 # The kernel parameters the kubelet checks with --protect-kernel-defaults (it exits when one
@@ -165,7 +165,7 @@ def pod_security_labels(level):
 
 def audit_policy(rules=None):
     """The API audit Policy (audit.k8s.io/v1); ``rules`` replace :data:`DEFAULT_AUDIT_RULES`."""
-    chosen = copy.deepcopy(list(rules) if rules else list(DEFAULT_AUDIT_RULES))
+    chosen = copy_data(list(rules) if rules else list(DEFAULT_AUDIT_RULES))
     for index, rule in enumerate(chosen):
         if not isinstance(rule, dict) or rule.get("level") not in AUDIT_LEVELS:
             raise ValueError("audit rule #%d needs a level of %s, got %r" % (index, ", ".join(AUDIT_LEVELS), rule))
@@ -236,13 +236,13 @@ def merge_config(config, more):
     arguments without dropping earlier ones (the flag given last wins in Kubernetes)."""
     if not isinstance(more or {}, dict):
         raise ValueError("extra config.yaml keys must be a dict of key: value, got %r" % (more,))
-    result = copy.deepcopy(config)
+    result = copy_data(config)
     for key, value in (more or {}).items():
         if key.endswith("-arg") and isinstance(result.get(key), list):
             added = value if isinstance(value, list) else [value]
-            result[key] = result[key] + [item for item in copy.deepcopy(added) if item not in result[key]]
+            result[key] = result[key] + [item for item in copy_data(added) if item not in result[key]]
         else:
-            result[key] = copy.deepcopy(value)
+            result[key] = copy_data(value)
     return result
 
 

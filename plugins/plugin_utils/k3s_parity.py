@@ -12,14 +12,13 @@ name the variable and say what to change; any type may arrive, a wrong one is a 
 from __future__ import (absolute_import, division, print_function)
 __metaclass__ = type
 
-import copy
 import ipaddress
 import re
 
 from ansible.module_utils.six.moves.urllib.parse import urlsplit
 
 from ansible_collections.cps.gpu_cluster.plugins.plugin_utils import input_checks
-from ansible_collections.cps.gpu_cluster.plugins.plugin_utils.forms import DNS_LABEL as DNS_LABEL_RE
+from ansible_collections.cps.gpu_cluster.plugins.plugin_utils.forms import DNS_LABEL as DNS_LABEL_RE, copy_data
 
 # A registry name as containerd matches it: host[:port], or '*' for every registry.
 REGISTRY_RE = re.compile(r"\*|[A-Za-z0-9]([-A-Za-z0-9.]*[A-Za-z0-9])?(:[0-9]{1,5})?")
@@ -317,7 +316,7 @@ def kubeconfig_named(kubeconfig, name, server):
         raise ValueError("the kubeconfig name " + problem)
     if not isinstance(kubeconfig, dict):
         raise ValueError("the k3s admin kubeconfig is not a YAML mapping")
-    result = copy.deepcopy(kubeconfig)
+    result = copy_data(kubeconfig)
     cluster = _only(result.get("clusters"), "cluster")
     user = _only(result.get("users"), "user")
     context = _only(result.get("contexts"), "context")
@@ -339,7 +338,7 @@ def kubeconfig_merge(existing, ours):
         existing = {}
     if not isinstance(existing, dict):
         raise ValueError("the existing kubeconfig is not a YAML mapping; move it away or fix it")
-    result = copy.deepcopy(existing)
+    result = copy_data(existing)
     result.setdefault("apiVersion", "v1")
     result.setdefault("kind", "Config")
     for section in ("clusters", "users", "contexts"):
@@ -349,10 +348,10 @@ def kubeconfig_merge(existing, ours):
         for new in ours.get(section) or []:
             for index, old in enumerate(entries):
                 if isinstance(old, dict) and old.get("name") == new.get("name"):
-                    entries[index] = copy.deepcopy(new)
+                    entries[index] = copy_data(new)
                     break
             else:
-                entries.append(copy.deepcopy(new))
+                entries.append(copy_data(new))
         result[section] = entries
     if not result.get("current-context"):
         result["current-context"] = ours.get("current-context")

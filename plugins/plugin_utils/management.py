@@ -24,11 +24,11 @@ from __future__ import (absolute_import, division, print_function)
 __metaclass__ = type
 
 import base64
-import copy
 import re
 
 from ansible_collections.cps.gpu_cluster.plugins.plugin_utils import input_checks
 from ansible_collections.cps.gpu_cluster.plugins.plugin_utils.forms import (
+    copy_data,
     DNS_LABEL, DNS_NAME, GO_DURATION as DURATION, go_duration_seconds)
 
 BUNDLE_LABEL = "gpu-cluster.cps/bundle"
@@ -423,7 +423,7 @@ def _scoped_to(entry, cluster):
     match = selector.get("matchLabels") if isinstance(selector, dict) else None
     if not cluster or not isinstance(match, dict) or not match or CLUSTER_LABEL in match:
         return entry
-    scoped = copy.deepcopy(entry)
+    scoped = copy_data(entry)
     scoped["selector"]["matchLabels"] = dict(match, **{CLUSTER_LABEL: cluster})
     return scoped
 
@@ -623,10 +623,10 @@ def _flag(value):
 
 
 def _merge(base, override):
-    result = copy.deepcopy(base)
+    result = copy_data(base)
     for key, value in (override or {}).items():
         if isinstance(value, dict) and isinstance(result.get(key), dict):
             result[key] = _merge(result[key], value)
         else:
-            result[key] = copy.deepcopy(value)
+            result[key] = copy_data(value)
     return result

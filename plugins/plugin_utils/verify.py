@@ -17,11 +17,11 @@ the smoke Jobs).
 from __future__ import (absolute_import, division, print_function)
 __metaclass__ = type
 
-import copy
 import json
 import re
 
 from ansible_collections.cps.gpu_cluster.plugins.plugin_utils import components, node_vars, phase
+from ansible_collections.cps.gpu_cluster.plugins.plugin_utils.forms import copy_data
 
 PASS = "PASS"
 WARN = "WARN"
@@ -481,7 +481,7 @@ def job_manifests(job, namespace, deadline=1200, resource="nvidia.com/gpu"):
     pinned to the Job's node; Jobs without GPUs drop the runtime class and the GPU limit."""
     smoke = components.cuda_smoke_pod(name=job["name"], namespace=namespace, image=job["image"],
                                       gpus=max(int(job.get("gpus") or 0), 1))
-    pod = copy.deepcopy(smoke["spec"])
+    pod = copy_data(smoke["spec"])
     container = pod["containers"][0]
     container["name"] = "check"
     container["imagePullPolicy"] = "IfNotPresent"
@@ -749,7 +749,7 @@ def _norm_model(name):
 def model_figures(model, models=None):
     """``(name, figures)`` for a model name (exact, then ignoring case, spaces, 'NVIDIA'/'GeForce');
     ``models`` overrides or adds entries (merged per key over :data:`GPU_MODELS`)."""
-    table = copy.deepcopy(GPU_MODELS)
+    table = copy_data(GPU_MODELS)
     for name, figures in (models or {}).items():
         table[name] = dict(table.get(name, {}), **(figures or {}))
     if isinstance(model, dict):
@@ -849,7 +849,7 @@ def gpu_perf_verdict(probe, model=None, models=None, thresholds=None):
             raise ValueError("gpu_perf_verdict: the probe output is not JSON (%s)" % exc) from exc
     if not isinstance(probe, dict):
         raise ValueError("gpu_perf_verdict: the probe output must be one JSON object per GPU, got %r" % (probe,))
-    limits = copy.deepcopy(THRESHOLDS)
+    limits = copy_data(THRESHOLDS)
     for key, value in (thresholds or {}).items():
         if key not in limits:
             raise ValueError("gpu_perf_verdict: unknown threshold %r; the thresholds are %s"

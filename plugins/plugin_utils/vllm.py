@@ -20,13 +20,12 @@ environment, probes, scheduling) from the tables below, the only place those num
 from __future__ import (absolute_import, division, print_function)
 __metaclass__ = type
 
-import copy
 import re
 
 from ansible_collections.cps.gpu_cluster.plugins.plugin_utils import cluster_model, ingress_tls, llm_monitoring, node_vars
 from ansible_collections.cps.gpu_cluster.plugins.plugin_utils.gpu_pools import pool_resource
 from ansible_collections.cps.gpu_cluster.plugins.module_utils.vllm_endpoint import API_KEY_ENV, PORT
-from ansible_collections.cps.gpu_cluster.plugins.plugin_utils.forms import DNS_LABEL, DNS_NAME, QUANTITY
+from ansible_collections.cps.gpu_cluster.plugins.plugin_utils.forms import DNS_LABEL, DNS_NAME, QUANTITY, copy_data
 
 MODEL_ID = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._-]*(/[A-Za-z0-9][A-Za-z0-9._-]*)?\Z")
 
@@ -346,7 +345,7 @@ def namespace_labels(engine):
 
 def vllm_deployment(spec):
     """The Deployment of the vLLM OpenAI-compatible server for a spec."""
-    env = copy.deepcopy(spec["env"])
+    env = copy_data(spec["env"])
     if spec["hf_token_secret"]:
         env.append({"name": "HF_TOKEN", "valueFrom": {"secretKeyRef": {
             "name": spec["hf_token_secret"], "key": HF_TOKEN_KEY}}})
@@ -373,9 +372,9 @@ def vllm_deployment(spec):
         "env": env,
         "ports": [{"name": "http", "containerPort": spec["port"], "protocol": "TCP"}],
         "resources": {"requests": dict(resources), "limits": dict(resources)},
-        "startupProbe": copy.deepcopy(probes["startup"]),
-        "readinessProbe": copy.deepcopy(probes["readiness"]),
-        "livenessProbe": copy.deepcopy(probes["liveness"]),
+        "startupProbe": copy_data(probes["startup"]),
+        "readinessProbe": copy_data(probes["readiness"]),
+        "livenessProbe": copy_data(probes["liveness"]),
         "volumeMounts": [{"name": "dshm", "mountPath": "/dev/shm"},
                          {"name": "hf-cache", "mountPath": CACHE_MOUNT}],
         "securityContext": {"allowPrivilegeEscalation": False, "capabilities": {"drop": ["ALL"]},
@@ -397,7 +396,7 @@ def vllm_deployment(spec):
                 "spec": {
                     "runtimeClassName": "nvidia",
                     "nodeSelector": dict(spec["node_selector"]),
-                    "tolerations": copy.deepcopy(spec["tolerations"]),
+                    "tolerations": copy_data(spec["tolerations"]),
                     "automountServiceAccountToken": False,
                     "enableServiceLinks": False,
                     "terminationGracePeriodSeconds": 60,
@@ -482,7 +481,7 @@ def vllm_runtime(spec):
         model["hfTokenSecret"] = {"hfTokenSecretName": spec["hf_token_secret"], "hfTokenKeyName": HF_TOKEN_KEY}
     extra = list(spec["model_args"])
     vllm_config = {"port": spec["port"], "gpuMemoryUtilization": str(spec["gpu_memory_utilization"]),
-                   "env": copy.deepcopy(spec["env"])}
+                   "env": copy_data(spec["env"])}
     if spec.get("tensor_parallel_size"):
         vllm_config["tensorParallelSize"] = spec["tensor_parallel_size"]
     if extra:
@@ -495,7 +494,7 @@ def vllm_runtime(spec):
         "deploymentStrategy": "Recreate",
         "runtimeClass": "nvidia",
         "shmSize": spec["shm_size"],
-        "toleration": copy.deepcopy(spec["tolerations"]),
+        "toleration": copy_data(spec["tolerations"]),
         "nodeSelectorTerms": [{"matchExpressions": [
             {"key": key, "operator": "In", "values": [str(value)]}
             for key, value in sorted(spec["node_selector"].items())]}],

@@ -157,10 +157,10 @@ def _within(steps):
 @pytest.mark.parametrize("part", PARTS)
 def test_each_part_grows_linearly(capsys, times, part):
     steps = times.ratios(part)
-    for _round in range(2):  # a busy machine (the molecule lane beside this one) gets two more tries
+    for _round in range(3):  # a busy machine (the molecule lane beside this one) gets three more tries
         if _within(steps):
             break
-        for size in SIZES[1:]:
+        for size in SIZES:  # every size: a slow small run (the reference's too) skews a ratio as much as a slow large one
             times.measure(size, (part,))
         steps = times.ratios(part)
     line = [f"{part}: " + ", ".join(f"{size} nodes {times[part][size]:.3f} s" for size in SIZES)]

@@ -92,3 +92,45 @@ def test_quantity_value(text, value):
                                                 ("@lab.example", False), ("ops@@lab.example", False)])
 def test_email(address, valid):
     assert bool(forms.EMAIL.match(address)) is valid
+
+
+def _lazy_as_a_filter_gets_it(value, **others):
+    """``value`` as ansible-core 2.19 hands it to a filter: a lazy container of the templating engine
+    (ansible/_internal/_templating/_lazy_containers.py), whose templar holds every other variable."""
+    from ansible._internal._datatag._tags import TrustedAsTemplate  # noqa: PLC0415
+    from ansible.parsing.dataloader import DataLoader  # noqa: PLC0415
+    from ansible.template import Templar  # noqa: PLC0415
+    got = {}
+    templar = Templar(loader=DataLoader(), variables=dict(others, entry=value))
+    templar._engine.environment.filters["capture"] = lambda v: got.setdefault("value", v) is None or "ok"
+    templar.template(TrustedAsTemplate().tag("{{ entry | capture }}"))
+    return got["value"]
+
+
+def test_copy_data_copies_a_lazy_container_without_its_templar(monkeypatch):
+    """Issue 45: copy.deepcopy of a lazy container deep-copies its templar, every variable of the play
+    with it (_AnsibleLazyTemplateDict.__deepcopy__); copy_data rebuilds the data alone, as plain dicts
+    and lists, and never reaches copy.deepcopy for them."""
+    entry = {"name": "gpu-1", "gpu": 1, "tolerations": [{"key": "nvidia.com/gpu", "operator": "Exists"}]}
+    lazy = _lazy_as_a_filter_gets_it(entry, big=dict((str(n), list(range(20))) for n in range(500)))
+    assert type(lazy).__name__ == "_AnsibleLazyTemplateDict"
+
+    def refused(value, memo=None):
+        raise AssertionError(f"copy.deepcopy({type(value).__name__}) reached")
+    monkeypatch.setattr(forms.copy, "deepcopy", refused)
+    copied = forms.copy_data(lazy)
+    assert copied == entry
+    assert type(copied) is dict and type(copied["tolerations"]) is list and type(copied["tolerations"][0]) is dict
+    copied["tolerations"][0]["key"] = "changed"
+    copied["tolerations"].append({})
+    assert lazy["tolerations"] == entry["tolerations"]  # the original is untouched
+
+
+def test_copy_data_keeps_strings_and_tuples_and_copies_what_is_not_data():
+    text = "nvidia.com/gpu"
+    assert forms.copy_data(text) is text
+    pair = (1, [2])
+    assert forms.copy_data(pair) == pair and forms.copy_data(pair)[1] is not pair[1]
+    kept = {"a": {1, 2}}
+    copied = forms.copy_data(kept)
+    assert copied == kept and copied["a"] is not kept["a"]  # a set: copy.deepcopy's copy
