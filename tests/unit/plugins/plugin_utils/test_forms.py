@@ -120,7 +120,8 @@ def test_copy_data_copies_a_lazy_container_without_its_templar(monkeypatch):
     monkeypatch.setattr(forms.copy, "deepcopy", refused)
     copied = forms.copy_data(lazy)
     assert copied == entry
-    assert type(copied) is dict and type(copied["tolerations"]) is list and type(copied["tolerations"][0]) is dict
+    # the plain types themselves, not the lazy subclasses of dict and list
+    assert [type(copied), type(copied["tolerations"]), type(copied["tolerations"][0])] == [dict, list, dict]
     copied["tolerations"][0]["key"] = "changed"
     copied["tolerations"].append({})
     assert lazy["tolerations"] == entry["tolerations"]  # the original is untouched
