@@ -32,9 +32,6 @@ TOOLS = REPO / "tests" / "fixtures" / "tools"
 TOOL_PATH = f"{TOOLS / 'helm-cli'}:{TOOLS / 'terraform-cli'}"
 CASES = yaml.safe_load((Path(__file__).parent / "preflight_cases.yml").read_text())
 ANSIBLE_PLAYBOOK = shutil.which("ansible-playbook") or str(REPO / ".venv" / "bin" / "ansible-playbook")
-# At most one run per core at once (as the render tier, tests/render/conftest.py): more processes than cores
-# cost CPU time on a busy machine, not wall time (docs/development.md, Suite time)
-JOBS = int(os.environ.get("GPU_CLUSTER_TEST_JOBS") or os.cpu_count() or 2)
 GOOD = "homelab"
 BAD = [case for case in CASES if not case.get("passes")]
 VALID = [case for case in CASES if case.get("passes")]
@@ -92,7 +89,7 @@ def results(tmp_path_factory) -> dict:
     jobs = {GOOD: materialise({}, tmp_path_factory.mktemp(GOOD))}
     for case in CASES:
         jobs[case["id"]] = materialise(case["patch"], tmp_path_factory.mktemp(case["id"]))
-    with ThreadPoolExecutor(max_workers=JOBS) as pool:
+    with ThreadPoolExecutor(max_workers=max(2, min(6, (os.cpu_count() or 2) * 2))) as pool:
         futures = {name: pool.submit(run_preflight, inventory) for name, inventory in jobs.items()}
         return {name: future.result() for name, future in futures.items()}
 
@@ -243,7 +240,7 @@ def phase_results(tmp_path_factory) -> dict:
     """Every phase and day-2 playbook run on the two-server inventory, in parallel."""
     case = next(case for case in CASES if case["id"] == "two_servers")
     inventory = materialise(case["patch"], tmp_path_factory.mktemp("phases"))
-    with ThreadPoolExecutor(max_workers=JOBS) as pool:
+    with ThreadPoolExecutor(max_workers=max(2, min(6, (os.cpu_count() or 2) * 2))) as pool:
         futures = {name: pool.submit(run_preflight, inventory, f"playbooks/{name}.yml") for name in PHASE_PLAYBOOKS}
         return {name: future.result() for name, future in futures.items()}, case["message"]
 
