@@ -25,22 +25,23 @@ import copy
 import json
 import threading
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from pathlib import Path
 from urllib.parse import parse_qs, urlsplit
 
 import yaml
+from test_preflight import merge_patch
+
+# A real Node of a GPU Operator cluster (tests/fixtures/SOURCES.md, k8s-node/)
+RECORDED_NODE = json.loads((Path(__file__).resolve().parents[1] / "fixtures" / "k8s-node" /
+                            "node__tesla-t4-x2__gpu-operator.json").read_text())
 
 
-def merge_patch(target, patch):
-    """RFC 7386 JSON merge patch: mappings merge, None deletes, anything else replaces."""
-    if not isinstance(patch, dict):
-        return copy.deepcopy(patch)
-    result = dict(target) if isinstance(target, dict) else {}
-    for key, value in patch.items():
-        if value is None:
-            result.pop(key, None)
-        else:
-            result[key] = merge_patch(result.get(key), value)
-    return result
+def recorded_node(name):
+    """The recorded Node renamed ``name`` (its hostname label too)."""
+    node = copy.deepcopy(RECORDED_NODE)
+    node["metadata"]["name"] = name
+    node["metadata"]["labels"]["kubernetes.io/hostname"] = name
+    return node
 
 
 CORE_RESOURCES = {"kind": "APIResourceList", "apiVersion": "v1", "groupVersion": "v1", "resources": [
@@ -56,6 +57,7 @@ POLICY_RESOURCES = {"kind": "APIResourceList", "apiVersion": "v1", "groupVersion
     {"name": "poddisruptionbudgets", "singularName": "poddisruptionbudget", "namespaced": True,
      "kind": "PodDisruptionBudget", "verbs": ["create", "delete", "get", "list", "patch", "update", "watch"],
      "shortNames": ["pdb"]}]}
+NODES_PATH = "/".join(("", "api", "v1", "nodes", ""))
 OBJECT_PATCHES = ("application/merge-patch+json", "application/strategic-merge-patch+json")
 
 
@@ -222,6 +224,11 @@ class KubeStandIn:
         """(namespace, pod) of every eviction the server accepted or refused, in order."""
         return [(path.split("/")[4], path.split("/")[6]) for method, path, _type, _body in self.calls
                 if method == "POST" and path.endswith("/eviction")]
+
+    def patched_nodes(self):
+        """The names of the Nodes a PATCH was sent for, sorted."""
+        return sorted(set(path.rsplit("/", 1)[1] for method, path, _type, _body in self.calls
+                          if method == "PATCH" and path.startswith(NODES_PATH)))
 
     def node_patches(self, name):
         return [json.loads(body) for method, path, _type, body in self.calls

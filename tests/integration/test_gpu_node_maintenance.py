@@ -9,14 +9,13 @@ uncordon and unmarking before verify."""
 from __future__ import annotations
 
 import copy
-import json
 import os
 import subprocess
 import uuid
 from pathlib import Path
 
 import pytest
-from kube_standin import KubeStandIn
+from kube_standin import KubeStandIn, recorded_node
 from test_components_delivery import ENV, playbook, recap_changed, unreachable_kubeconfig
 
 REPO = Path(__file__).resolve().parents[2]
@@ -67,16 +66,7 @@ def test_skipped_in_a_lab_and_failed_elsewhere_without_a_cluster(tmp_path):
 # The maintenance itself, against a stand-in API server (tests/integration/kube_standin.py, which refuses
 # what the real one refuses): the Nodes are a recorded GPU Operator node (tests/fixtures/k8s-node/), the
 # Pods are shaped as the API serves them (each validated against the Kubernetes 1.36 schema below).
-NODE = json.loads((REPO / "tests" / "fixtures" / "k8s-node" / "node__tesla-t4-x2__gpu-operator.json").read_text())
 TOOLS = REPO / "tests" / "fixtures" / "tools"
-
-
-def node(name):
-    recorded = copy.deepcopy(NODE)
-    recorded["metadata"]["name"] = name
-    recorded["metadata"]["labels"]["kubernetes.io/hostname"] = name
-    recorded["spec"].pop("unschedulable", None)
-    return recorded
 
 
 def pod(namespace, name, node_name, owner=None, gpus=0):
@@ -126,7 +116,7 @@ def test_start_cordons_marks_and_evicts_the_nodes_gpu_pods_and_a_second_start_ch
     kubectl drain --ignore-daemonsets leaves it); no other node's pod is touched. A second start finds the
     node cordoned and drained and changes nothing."""
     pytest.importorskip("kubernetes", reason="SKIPPED: the kubernetes client (requirements.txt) is not installed")
-    nodes = {name: node(name) for name in ("wk-gpu1", "wk-gpu2", "wk-gpu3", "wk-gpu4")}
+    nodes = {name: recorded_node(name) for name in ("wk-gpu1", "wk-gpu2", "wk-gpu3", "wk-gpu4")}
     with KubeStandIn(nodes, copy.deepcopy(PODS)) as api:
         rc, out = standin_run(api, tmp_path, "start")
         assert rc == 0, out
@@ -136,7 +126,7 @@ def test_start_cordons_marks_and_evicts_the_nodes_gpu_pods_and_a_second_start_ch
         assert sorted(api.evicted()) == [("gpu-batch", "train-resnet-k8w2m"), ("llm", "qwen-6d5f9c7b8-x2n4q")]
         assert sorted(api.pods) == [("gpu-operator", "nvidia-device-plugin-daemonset-7xk2p"),
                                     ("llm", "embed-7c9b5d4f6-p9r2t")]
-        assert all(nodes[name] == node(name) for name in ("wk-gpu1", "wk-gpu2", "wk-gpu4"))
+        assert all(api.nodes[name] == recorded_node(name) for name in ("wk-gpu1", "wk-gpu2", "wk-gpu4"))
         assert "wk-gpu3 is cordoned, drained and marked gpu-cluster.cps/maintenance=true" in " ".join(out.split())
         calls = len(api.calls)
         rc, out = standin_run(api, tmp_path, "start")
@@ -153,7 +143,7 @@ def test_finish_uncordons_unmarks_waits_for_ready_and_hands_over_to_verify(tmp_p
     verify's own verdicts have their own tests (test_verify_playbook.py), so the run's outcome is not
     judged here, only that the maintenance play completed and handed over."""
     pytest.importorskip("kubernetes", reason="SKIPPED: the kubernetes client (requirements.txt) is not installed")
-    nodes = {name: node(name) for name in ("wk-gpu1", "wk-gpu2", "wk-gpu3", "wk-gpu4")}
+    nodes = {name: recorded_node(name) for name in ("wk-gpu1", "wk-gpu2", "wk-gpu3", "wk-gpu4")}
     nodes["wk-gpu3"]["spec"]["unschedulable"] = True
     nodes["wk-gpu3"]["metadata"]["labels"]["gpu-cluster.cps/maintenance"] = "true"
     with KubeStandIn(nodes, copy.deepcopy(PODS[:2])) as api:
