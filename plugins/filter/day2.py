@@ -2,7 +2,7 @@
 # Copyright: (c) 2026, cps.gpu_cluster contributors
 # GNU General Public License v3.0+ (see COPYING or https://www.gnu.org/licenses/gpl-3.0.txt)
 """Filter day2: the decisions of the day-2 playbooks (etcd_snapshot.yml restore, the cluster identity,
-add_node.yml, remove_node.yml, backup_restore.yml, gpu_driver_upgrade.yml), over the private Python of
+add_node.yml, remove_node.yml, backup_restore.yml, gpu_driver_upgrade.yml, gpu_node_maintenance.yml), over the private Python of
 plugins/plugin_utils/."""
 
 from __future__ import (absolute_import, division, print_function)
@@ -43,6 +43,7 @@ STEPS = {
     "backup_restore_existing_problem": backups.restore_existing_problem,
     "backup_restore_report": backups.restore_report,
     "driver_upgrade_progress": gpu_driver.upgrade_progress,
+    "maintenance_drain_problem": gpu_driver.maintenance_drain_problem,
 }
 
 

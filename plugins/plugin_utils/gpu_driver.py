@@ -84,6 +84,39 @@ def upgrade_progress(nodes, names=None):
 
 
 # --------------------------------------------------------------------------------- preflight
+MIRROR_ANNOTATION = "kubernetes.io/config.mirror"
+
+
+def unmanaged_pods(pods):
+    """``namespace/name`` of the pods a drain may not evict without force: running pods that no
+    object owns. The same rule as the drain that follows (kubernetes.core's k8s_drain, ``filter_pods``,
+    after kubectl drain's unreplicated filter, k8s.io/kubectl/pkg/drain/filters.go): mirror pods
+    (static pods, which the API server cannot delete) and finished pods are left out, any owner
+    reference counts as managed. A JupyterHub notebook server (KubeSpawner creates bare pods) is one."""
+    found = []
+    for pod in pods or []:
+        metadata = pod.get("metadata") or {}
+        if MIRROR_ANNOTATION in (metadata.get("annotations") or {}):
+            continue
+        if (pod.get("status") or {}).get("phase") in ("Succeeded", "Failed"):
+            continue
+        if not metadata.get("ownerReferences"):
+            found.append("%s/%s" % (metadata.get("namespace"), metadata.get("name")))
+    return sorted(found)
+
+
+def maintenance_drain_problem(pods, node, force=False):
+    """'' when GPU node maintenance may drain ``node`` (its pods as the API lists them), else why not:
+    pods no controller manages would be deleted for good, so the drain needs ``force``
+    (gpu_cluster_maintenance_force), and the playbook says so before it labels or cordons anything."""
+    unmanaged = unmanaged_pods(pods)
+    if not unmanaged or force is True:
+        return ""
+    return ("%s runs pods no controller manages: %s; an eviction deletes them for good (a notebook server loses "
+            "its session). Ask their users to stop them (the hub's admin page for notebooks), or run again with "
+            "-e gpu_cluster_maintenance_force=true to evict them too; nothing was changed." % (node, ", ".join(unmanaged)))
+
+
 def driver_problems(groups, hostvars):
     """Preflight: the driver settings of the inventory, one message each."""
     problems = []

@@ -160,3 +160,36 @@ def test_finish_uncordons_unmarks_waits_for_ready_and_hands_over_to_verify(tmp_p
         assert "PLAY [Verify the cluster offers, runs and reports its GPUs]" in out
         last_patch = max(i for i, call in enumerate(api.calls) if call[0] == "PATCH")
         assert ("GET", "/api/v1/nodes") in [call[:2] for call in api.calls[last_patch:]], api.calls[last_patch:]
+
+
+# A JupyterHub notebook server: KubeSpawner creates a bare pod, no controller owns it
+NOTEBOOK = pod("jupyterhub", "jupyter-alice", "wk-gpu3", gpus=1)
+
+
+def test_a_notebook_on_the_node_stops_start_before_anything_changes_unless_forced(tmp_path):
+    """Issue 47: a pod no controller manages would be deleted for good by the drain (kubectl drain and
+    k8s_drain refuse it without force). start names it and changes nothing; with
+    gpu_cluster_maintenance_force=true it is evicted with the others."""
+    pytest.importorskip("kubernetes", reason="SKIPPED: the kubernetes client (requirements.txt) is not installed")
+    kubernetes_validate = pytest.importorskip("kubernetes_validate")
+    kubernetes_validate.validate(NOTEBOOK, "1.36", strict=True)
+    nodes = {name: recorded_node(name) for name in ("wk-gpu1", "wk-gpu2", "wk-gpu3", "wk-gpu4")}
+    with KubeStandIn(nodes, copy.deepcopy([*PODS, NOTEBOOK])) as api:
+        rc, out = standin_run(api, tmp_path, "start")
+        assert rc != 0, out
+        assert "wk-gpu3 runs pods no controller manages: jupyterhub/jupyter-alice;" in " ".join(out.split()), out
+        assert "nothing was changed" in out
+        assert [call for call in api.calls if call[0] in ("PATCH", "POST")] == []
+        assert api.nodes["wk-gpu3"] == recorded_node("wk-gpu3")
+        rc, out = standin_run(api, tmp_path, "start", "-e", '{"gpu_cluster_maintenance_force": true}')
+        assert rc == 0, out
+        assert ("jupyterhub", "jupyter-alice") in api.evicted()
+        assert api.nodes["wk-gpu3"]["spec"]["unschedulable"] is True
+
+
+def test_a_force_that_is_not_a_boolean_is_refused_before_anything_is_touched():
+    rc, out = run("-e", "gpu_cluster_maintenance_node=wk-gpu3", "-e", "gpu_cluster_maintenance_action=start",
+                  "-e", "gpu_cluster_maintenance_force=maybe")
+    assert rc != 0, out
+    assert "gpu_cluster_maintenance_force is 'maybe'; use true" in " ".join(out.split()), out
+    assert "Look up the kubeconfig" not in out

@@ -118,3 +118,33 @@ def test_a_host_with_its_own_driver_is_labelled_to_keep_it():
     assert gpu_driver.DEPLOY_DRIVER_LABEL not in nodes["wk-gpu1"]["labels"]
     # the label the real GPU Operator sets on a node it deploys the driver to (the capture): the same key
     assert T4_NODE["metadata"]["labels"][gpu_driver.DEPLOY_DRIVER_LABEL] == "true"
+
+
+def _pod(name, owners=None, phase="Running", annotations=None):
+    metadata = {"name": name, "namespace": "ns"}
+    if owners:
+        metadata["ownerReferences"] = [{"apiVersion": "apps/v1", "kind": kind, "name": name + "-owner", "uid": "u"}
+                                       for kind in owners]
+    if annotations:
+        metadata["annotations"] = annotations
+    return {"metadata": metadata, "status": {"phase": phase}}
+
+
+def test_unmanaged_pods_follow_the_drains_own_rule():
+    """kubernetes.core k8s_drain's filter_pods (after kubectl drain's filters): mirror pods and finished
+    pods are never in the way; any owner reference counts as managed; a bare running pod is unmanaged."""
+    pods = [_pod("notebook"), _pod("vllm", ["ReplicaSet"]), _pod("plugin", ["DaemonSet"]),
+            _pod("done", phase="Succeeded"), _pod("failed", phase="Failed"),
+            _pod("static", annotations={gpu_driver.MIRROR_ANNOTATION: "abc"}), _pod("pending", phase="Pending")]
+    assert gpu_driver.unmanaged_pods(pods) == ["ns/notebook", "ns/pending"]
+    assert gpu_driver.unmanaged_pods([]) == [] and gpu_driver.unmanaged_pods(None) == []
+
+
+def test_maintenance_drain_problem_names_the_pods_and_force_lets_them_go():
+    pods = [_pod("jupyter-alice"), _pod("vllm", ["ReplicaSet"])]
+    problem = gpu_driver.maintenance_drain_problem(pods, "wk-gpu3")
+    assert problem.startswith("wk-gpu3 runs pods no controller manages: ns/jupyter-alice;")
+    assert "gpu_cluster_maintenance_force=true" in problem and problem.endswith("nothing was changed.")
+    assert gpu_driver.maintenance_drain_problem(pods, "wk-gpu3", True) == ""
+    assert gpu_driver.maintenance_drain_problem(pods, "wk-gpu3", "true") != ""  # only a real boolean forces
+    assert gpu_driver.maintenance_drain_problem(pods[1:], "wk-gpu3") == ""
