@@ -104,7 +104,7 @@ def standin_run(api, tmp_path, action, *extra):
     kubeconfig = api.kubeconfig(tmp_path / "kubeconfig")
     proc = subprocess.run(["ansible-playbook", str(MAINTENANCE), "-i", str(HOMELAB),
                            "-e", "gpu_cluster_maintenance_node=wk-gpu3", "-e", f"gpu_cluster_maintenance_action={action}",
-                           "-e", f"gpu_cluster_kubeconfig={kubeconfig}", "-e", "gpu_cluster_maintenance_drain_timeout=30", *extra],
+                           "-e", f"gpu_cluster_kubeconfig={kubeconfig}", *extra],
                           cwd=REPO, env=dict(ENV, PATH=f"{TOOLS / 'helm-cli'}:{os.environ.get('PATH', '')}"),
                           capture_output=True, text=True, timeout=900, check=False)
     return proc.returncode, proc.stdout + proc.stderr
