@@ -26,6 +26,8 @@ STEPS = {
     "nfs_export_problems": nfs_exports.export_problems,
     "nfs_exports_line": nfs_exports.exports_line,
     "nfs_provisioner_values": storage_components.nfs_provisioner_values,
+    "nfs_mount_options": storage_components.nfs_mount_options,
+    "fstab_options": storage_components.fstab_options,
     "local_path_not_default": storage_components.local_path_not_default,
     "fast_scratch_manifests": storage_components.fast_scratch_manifests,
     "backup_components": backups.components,

@@ -97,8 +97,13 @@ def toolkit_env(k3s_version, operator_version):
 
 def gpu_operator_values(k3s_version, operator_version, *, driver_enabled=True, driver_version=None,
                         mig_strategy="single", dcgm_exporter_enabled=True, extra_values=None, driver_upgrade_policy=None,
-                        gpu_tolerations=None):
+                        gpu_tolerations=None, node_feature_rules=True):
     """Values for the NVIDIA GPU Operator chart on k3s.
+
+    ``node_feature_rules``: the chart's NodeFeatureRule support (``nfd.nodefeaturerules``): a
+    NodeFeatureRule ``nvidia-kernel-modules`` that labels the nodes whose loaded kernel modules make them
+    capable of GPUDirect RDMA (``nvidia.com/peermem.capable``), GPUDirect Storage (``nvidia.com/gds.capable``)
+    and GDRCopy (``nvidia.com/gdrcopy.capable``), labels a platform team's pools can select on.
 
     ``gpu_tolerations``: the cluster model's (``gpu_tolerations``, the taint the GPU workers carry); the
     operator gives ``daemonsets.tolerations`` to every operand (driver, toolkit, device plugin, DCGM
@@ -121,7 +126,7 @@ def gpu_operator_values(k3s_version, operator_version, *, driver_enabled=True, d
         # We label the namespace ourselves (Namespace manifest of this component).
         "psa": {"enabled": False},
         "cdi": {"enabled": mode == "cdi"},
-        "nfd": {"enabled": True},
+        "nfd": {"enabled": True, "nodefeaturerules": bool(node_feature_rules)},
         "node-feature-discovery": {
             "worker": {"tolerations": [
                 {"key": "node-role.kubernetes.io/control-plane", "operator": "Equal",

@@ -39,7 +39,7 @@ from ansible_collections.cps.gpu_cluster.plugins.plugin_utils.cluster_workloads 
 from ansible_collections.cps.gpu_cluster.plugins.plugin_utils.k3s import refused_node_labels
 from ansible_collections.cps.gpu_cluster.plugins.plugin_utils import secrets_needed as secrets_needed_module
 from ansible_collections.cps.gpu_cluster.plugins.plugin_utils import backups, cluster_logs, cluster_model, gpu_monitoring, input_checks
-from ansible_collections.cps.gpu_cluster.plugins.plugin_utils import known_variables, node_vars
+from ansible_collections.cps.gpu_cluster.plugins.plugin_utils import known_variables, node_vars, storage_components
 from ansible_collections.cps.gpu_cluster.plugins.plugin_utils.forms import (
     DNS_LABEL as DNS_LABEL_RE, DNS_NAME as DNS_NAME_RE, DNS_SUBDOMAIN as DNS_SUBDOMAIN_RE, EMAIL as EMAIL_RE,
     GO_DURATION as DURATION_RE, LABEL_NAME as LABEL_NAME_RE, LABEL_VALUE as LABEL_VALUE_RE)
@@ -123,8 +123,12 @@ CLUSTER_VARIABLES = {
     "gpu_cluster_routed_networks": (False, "network_list"),
     "gpu_cluster_nfs_server": (False, "host"),
     "gpu_cluster_nfs_path": (False, "nfs_path"),
+    # the nfs-client class's mountOptions and the nfs_client role's mounts (storage_components.nfs_mount_options_problem)
+    "gpu_cluster_nfs_mount_options": (False, "nfs_mount_options"),
     "gpu_cluster_k3s_version": (True, "k3s_version"),
     "gpu_cluster_gpu_operator_version": (False, "gpu_operator_version"),
+    # the GPU Operator chart's NodeFeatureRule (components.gpu_operator_values node_feature_rules)
+    "gpu_cluster_node_feature_rules": (False, "bool"),
     "gpu_cluster_delivery": (False, "delivery"),
     "gpu_cluster_lab": (False, "bool"),
     "gpu_cluster_kubeconfig": (False, "file_path"),
@@ -417,6 +421,7 @@ KINDS = {
                 "use a list of IP addresses (like [10.0.0.1])"),
     "host": (lambda v: _full(_IPV4, v) or _ip(v) is not None or _full(HOST_NAME_RE, v), "use an IP address or a DNS name (like 10.0.0.30)"),
     "nfs_path": lambda v: _path_advice(v, "/export/k3s"),
+    "nfs_mount_options": storage_components.nfs_mount_options_problem,
     "mount_path": lambda v: _path_advice(v, "/mnt/fast-scratch"),
     "file_path": (lambda v: _is_str(v) and (v.startswith("/") or v.startswith("~/")) and _full(ANY_PATH_RE, v) and not v.endswith("/"),
                   "use the absolute path of a file, without newlines (like /home/me/.kube/homelab.yaml)"),
@@ -1190,10 +1195,44 @@ def _check_setting_forms(distinct):
         if value not in (None, "") and not (_is_str(value) and EMAIL_RE.match(value)):
             problems.append("%s: gpu_cluster_rancher_letsencrypt_email is %r; use an e-mail address (name@domain), the "
                             "contact Let's Encrypt writes to about the certificate" % (_where(on), value))
+    for name in ("nfs_client_mount_options", "storage_components_nfs_mount_options"):
+        for value, on in distinct.get(name, []):
+            advice = storage_components.nfs_mount_options_problem(value)
+            if advice:
+                problems.append("%s: %s: %s" % (_where(on), name, advice))
+    for value, on in distinct.get("nfs_client_mounts", []):
+        problems.extend("%s: nfs_client_mounts: %s" % (_where(on), text) for text in _nfs_client_mount_problems(value))
     for value, on in distinct.get("gpu_cluster_monitoring_retention", []):
         problems.extend("%s: %s" % (_where(on), text) for text in gpu_monitoring.settings_problems(retention=value))
     for value, on in distinct.get("gpu_cluster_monitoring_storage_size", []):
         problems.extend("%s: %s" % (_where(on), text) for text in gpu_monitoring.settings_problems(storage_size=value))
+    return problems
+
+
+NFS_SOURCE_RE = re.compile(r"(?P<host>[^:/\s]+):(?P<path>/.*)", re.DOTALL)
+
+
+def _nfs_client_mount_problems(mounts):
+    """Problems of the nfs_client role's mounts ({src: 'server:/export', path: /mnt/point} each): the
+    source a server (an IP address or a DNS name) and an absolute export path, the mount point a
+    directory of its own (not a system directory), no mount point twice. Their types are the role
+    spec's (_check_role_variables)."""
+    problems = []
+    seen = set()
+    for mount in mounts if isinstance(mounts, list) else []:
+        if not isinstance(mount, dict):
+            continue
+        src, path = mount.get("src"), mount.get("path")
+        match = NFS_SOURCE_RE.fullmatch(src) if _is_str(src) else None
+        if match is None or not KINDS["host"][0](match.group("host")) or not _full(PATH_RE, match.group("path")):
+            problems.append("src %r is not server:/export; name the NFS server (an IP address or a DNS name) and the "
+                            "exported path (like 10.0.0.30:/export/datasets)" % (src,))
+        advice = _path_advice(path, "/mnt/datasets")
+        if advice:
+            problems.append("path %r: %s" % (path, advice))
+        elif path in seen:
+            problems.append("path %s is the mount point of two mounts; give each its own" % path)
+        seen.add(path)
     return problems
 
 

@@ -313,6 +313,27 @@ def test_gpu_operator_clusterpolicy_is_checked_against_the_full_crd(rendered):
         assert driver["upgradePolicy"]["podDeletion"]["force"] is False and driver["upgradePolicy"]["drain"]["enable"] is False
 
 
+def test_gpu_operator_node_feature_rule_is_checked_against_the_nfd_crd(rendered):
+    """gpu_cluster_node_feature_rules (on in the homelab, the default in the legacy render) makes the
+    chart render its NodeFeatureRule; it passes the NodeFeatureRule schema of the NFD CRD the chart
+    vendors (charts/node-feature-discovery/crds/nfd-api-crds.yaml), and a rule that NFD's schema refuses
+    would fail."""
+    for render in ("homelab", "legacy"):
+        docs, crds = render_row(rendered, render, "gpu-operator")
+        rules = [doc for _path, doc in docs if doc["kind"] == "NodeFeatureRule"]
+        assert [r["metadata"]["name"] for r in rules] == ["nvidia-kernel-modules"], render
+        schema = crd_schemas(crds)[("nfd.k8s-sigs.io/v1alpha1", "NodeFeatureRule")]
+        assert validate_custom(rules[0], schema) == [], render
+        labels = {key for rule in rules[0]["spec"]["rules"] for key in rule.get("labels", {})}
+        assert {"nvidia.com/gds.capable", "nvidia.com/peermem.capable"} <= labels, render
+        broken = copy.deepcopy(rules[0])
+        broken["spec"]["rules"][0]["matchFeatures"][0]["matchExpressions"]["gdrdrv"]["op"] = "Sometimes"
+        assert validate_custom(broken, schema), render
+    off = wrong(rendered["homelab"]["gpu-operator"]["helm"]["values"], ("nfd", "nodefeaturerules"), False)
+    docs, _crds = helm_template("gpu-operator-v26.7.0", off, "gpu-operator", "gpu-operator")
+    assert not [doc for _path, doc in docs if doc["kind"] == "NodeFeatureRule"]
+
+
 def test_strict_crd_validation_catches_nested_unknown_fields_and_wrong_types(rendered):
     docs, crds = render_row(rendered, "homelab", "gpu-operator")
     policy = copy.deepcopy(next(doc for _path, doc in docs if doc["kind"] == "ClusterPolicy"))
@@ -526,6 +547,17 @@ def test_monitoring_infra_placement_reaches_every_component(rendered):
     # the homelab (no infra nodes) places nothing
     homelab = pod_specs(render_row(rendered, "homelab", "monitoring")[0])
     assert not any(spec.get("nodeSelector") == {gpu_monitoring.INFRA_LABEL: "true"} for spec in homelab.values())
+
+
+def test_nfs_class_mounts_with_the_inventory_options(rendered):
+    """Helm's engine turns the rendered values into the nfs-client StorageClass: its mountOptions (what
+    the kubelet hands mount.nfs for every volume) are the homelab's gpu_cluster_nfs_mount_options."""
+    homelab_vars = yaml.safe_load((HOMELAB / "group_vars" / "all" / "main.yml").read_text())
+    docs = render_row(rendered, "homelab", "nfs-subdir-external-provisioner")[0]
+    classes = [d for _path, d in docs if d.get("kind") == "StorageClass"]
+    assert [c["metadata"]["name"] for c in classes] == ["nfs-client"]
+    assert classes[0]["mountOptions"] == homelab_vars["gpu_cluster_nfs_mount_options"]
+    assert "rsize=1048576" in classes[0]["mountOptions"]
 
 
 def test_monitoring_state_is_on_local_volumes_on_the_servers(rendered):

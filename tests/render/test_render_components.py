@@ -156,11 +156,22 @@ def test_nfs_client_is_the_only_default_class(homelab):
     values = nfs["helm"]["values"]
     assert values["storageClass"]["name"] == "nfs-client"
     assert values["storageClass"]["defaultClass"] is True
-    assert values["nfs"] == {"server": "10.0.0.30", "path": "/export/k3s", "mountOptions": ["nfsvers=4.1"]}
+    # the homelab writes out gpu_cluster_nfs_mount_options (inventories/homelab/group_vars/all/main.yml)
+    homelab_vars = yaml.safe_load((REPO / "inventories" / "homelab" / "group_vars" / "all" / "main.yml").read_text())
+    assert values["nfs"] == {"server": "10.0.0.30", "path": "/export/k3s",
+                             "mountOptions": homelab_vars["gpu_cluster_nfs_mount_options"]}
     classes = {doc["metadata"]["name"]: doc for _path, doc in manifests(homelab) if doc["kind"] == "StorageClass"}
     assert set(classes) == {"local-path", "fast-scratch"}
     for sc in classes.values():
         assert sc["metadata"]["annotations"][DEFAULT_CLASS] == "false"
+
+
+def test_nfs_mount_options_default_without_the_setting(cpu_only):
+    """An inventory without gpu_cluster_nfs_mount_options (the CPU-only one) gets the collection's
+    tuned options (docs/components.md, storage_components.NFS_MOUNT_OPTIONS)."""
+    values = fleet(cpu_only / "cpu-lab" / "nfs-subdir-external-provisioner")["helm"]["values"]
+    assert values["nfs"]["mountOptions"] == ["nfsvers=4.1", "rsize=1048576", "wsize=1048576", "hard", "timeo=600",
+                                             "retrans=2", "noatime"]
 
 
 def test_local_path_redeclared_exactly_as_k3s_ships_it(homelab):

@@ -124,6 +124,14 @@ def test_gpu_operator_values():
     assert values["daemonsets"]["annotations"]["gpu-cluster.cps/containerd-mode"] == "cdi"
 
 
+def test_gpu_operator_node_feature_rules_switch():
+    """nfd.nodefeaturerules is the chart's switch for its NodeFeatureRule (gpu-operator values.yaml:
+    ``nfd.nodefeaturerules: false`` upstream; templates/nodefeaturerules.yaml renders only when it is true)."""
+    assert c.gpu_operator_values("v1.33.5+k3s1", "v26.7.0")["nfd"] == {"enabled": True, "nodefeaturerules": True}
+    off = c.gpu_operator_values("v1.33.5+k3s1", "v26.7.0", node_feature_rules=False)
+    assert off["nfd"] == {"enabled": True, "nodefeaturerules": False}
+
+
 def test_gpu_operator_values_host_driver_and_extra_values():
     values = c.gpu_operator_values("v1.30.9+k3s1", "v25.10.1", driver_enabled=False, driver_version="570.1",
                                    extra_values={"dcgmExporter": {"serviceMonitor": {"enabled": True}}})
