@@ -12,6 +12,7 @@ __metaclass__ = type
 from ansible_collections.cps.gpu_cluster.plugins.plugin_utils.filter_errors import deferred, phase_filter
 
 cluster_workloads = deferred("cluster_workloads")
+gpu_inventory = deferred("gpu_inventory")
 verify = deferred("verify")
 
 
@@ -33,6 +34,7 @@ PLAN = {
     "job_manifests": verify.job_manifests,
     "skip_reason": verify.cluster_skip_reason,
     "cannot_run": verify.cannot_run,
+    "gpu_inventory_configmap": gpu_inventory.inventory_configmap,
 }
 
 JUDGE = {
@@ -44,6 +46,7 @@ JUDGE = {
     "pool_rows": verify.pool_rows,
     "etcd_row": verify.etcd_row,
     "job": verify.judge_job,
+    "gpu_inventory": gpu_inventory.node_inventory,
 }
 
 REPORT = {

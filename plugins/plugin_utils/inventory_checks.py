@@ -182,6 +182,7 @@ HOST_VARIABLES = {
     "gpu_cluster_verify_images": "verify_images",
     "gpu_cluster_verify_gpu_resource": "resource_name",
     "gpu_cluster_verify_smoke_tests": "bool",
+    "gpu_cluster_verify_gpu_inventory": "bool",
     "gpu_cluster_verify_report_dir": "any_path",
     "gpu_cluster_verify_render_dir": "any_path",
     "gpu_cluster_verify_expected": "resource_counts",

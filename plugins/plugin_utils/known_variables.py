@@ -73,7 +73,7 @@ GPU_CLUSTER_VARIABLES = frozenset([
     "gpu_cluster_terraform_binary", "gpu_cluster_terraform_dir", "gpu_cluster_terraform_plugin_paths",
     "gpu_cluster_verify_expected", "gpu_cluster_verify_fast_scratch_class",
     "gpu_cluster_verify_fast_scratch_node_selector", "gpu_cluster_verify_gpu_perf_models",
-    "gpu_cluster_verify_gpu_perf_thresholds", "gpu_cluster_verify_gpu_probe", "gpu_cluster_verify_gpu_probe_burn",
+    "gpu_cluster_verify_gpu_inventory", "gpu_cluster_verify_gpu_perf_thresholds", "gpu_cluster_verify_gpu_probe", "gpu_cluster_verify_gpu_probe_burn",
     "gpu_cluster_verify_gpu_resource", "gpu_cluster_verify_images", "gpu_cluster_verify_job_timeout",
     "gpu_cluster_verify_llm_wait_timeout", "gpu_cluster_verify_namespace", "gpu_cluster_verify_network",
     "gpu_cluster_verify_nfs_class", "gpu_cluster_verify_render_dir", "gpu_cluster_verify_report_dir",
