@@ -16,6 +16,7 @@ gpu_pools = deferred("gpu_pools")
 k3s = deferred("k3s")
 k3s_hardening = deferred("k3s_hardening")
 k3s_parity = deferred("k3s_parity")
+node_firewall = deferred("node_firewall")
 
 
 def _load(kubeconfig):
@@ -84,6 +85,8 @@ STEPS = {
     "kubeconfig_merge": lambda existing, ours: k3s_parity.kubeconfig_merge(_load(existing), _load(ours)),
     "bootstrap_plan": _bootstrap_plan,
     "local_storage_dirs": k3s.local_storage_dirs,
+    # k3s_prereq
+    "firewall_ruleset": lambda model, host, settings: node_firewall.ruleset(model, host, **settings),
 }
 
 

@@ -117,7 +117,8 @@ def node_tolerations(nodes):
 # each, cluster_model.first_values): the model's ``settings``. None of them is a secret: the
 # cluster_model filter hands the model to playbooks.
 WORKLOAD_SETTINGS = (
-    "gpu_cluster_llm_models", "gpu_cluster_gpu_pools", "gpu_cluster_llm_namespace",
+    "gpu_cluster_llm_models", "gpu_cluster_gpu_pools", "gpu_cluster_llm_namespace", "gpu_cluster_llm_engine",
+    "gpu_cluster_llm_operator_install",
     "gpu_cluster_jupyterhub_enabled", "gpu_cluster_jupyterhub_namespace", "gpu_cluster_jupyterhub_profiles",
     "gpu_cluster_jupyterhub_prepull",
     "gpu_cluster_verify_smoke_tests", "gpu_cluster_verify_gpu_probe", "gpu_cluster_verify_tensorflow",

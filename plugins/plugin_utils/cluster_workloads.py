@@ -37,7 +37,9 @@ def _flag(value):
 
 def llm_workloads(model, gpu_tolerations=None):
     """The pods of ``gpu_cluster_llm_models`` (engine ``deployment``: the Deployment's template;
-    ``operator``: the pod the production-stack operator makes of a VLLMRuntime)."""
+    ``operator``: the pod the production-stack operator makes of a VLLMRuntime) and, with engine
+    ``operator`` installed by the collection (``gpu_cluster_llm_operator_install``), the operator's
+    own controller pod."""
     models = _value(model, "gpu_cluster_llm_models")
     if not isinstance(models, list) or not models:
         return []
@@ -54,6 +56,9 @@ def llm_workloads(model, gpu_tolerations=None):
         result.append({"name": "vLLM model %s (Deployment %s/%s)" % (spec["model"], spec["namespace"], spec["name"]),
                        "namespace": spec["namespace"], "pod": deployment["spec"]["template"]["spec"],
                        "replicas": deployment["spec"]["replicas"]})
+    if _value(model, "gpu_cluster_llm_engine", "deployment") == "operator" \
+            and _value(model, "gpu_cluster_llm_operator_install", True) is not False:
+        result.insert(0, vllm.operator_workload())
     return result
 
 

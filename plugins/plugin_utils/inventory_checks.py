@@ -139,6 +139,11 @@ CLUSTER_VARIABLES = {
     # how many pre-upgrade-* on-demand snapshots upgrade.yml keeps (k3s etcd-snapshot prune)
     "gpu_cluster_k3s_upgrade_snapshot_retention": (False, "snapshot_count"),
     "gpu_cluster_k3s_cis_profile": (False, "bool"),
+    # the node firewall (plugin_utils/node_firewall.py, role k3s_prereq)
+    "gpu_cluster_firewall_enabled": (False, "bool"),
+    "gpu_cluster_firewall_clients": (False, "network_list"),
+    "gpu_cluster_firewall_ssh_clients": (False, "ssh_networks"),
+    "gpu_cluster_firewall_nodeports": (False, "bool"),
     "gpu_cluster_backup_dir": (False, "any_path"),
     "gpu_cluster_pod_security_exempt_namespaces": (False, "dns_label_list"),
     "gpu_cluster_state_dir": (False, "any_path"),
@@ -415,6 +420,9 @@ KINDS = {
                 "not a network in CIDR form; use an address with zero host bits and a prefix length (like 10.42.0.0/16)"),
     "network_list": (lambda v: _list_of(v, lambda item: _net(item) is not None),
                      "use a list of networks in CIDR form (like [192.168.1.0/24])"),
+    "ssh_networks": (lambda v: _list_of(v, lambda item: _net(item) is not None) and bool(v),
+                     "use a non-empty list of networks in CIDR form (like [192.168.1.0/24]): Ansible reaches the nodes "
+                     "over SSH, so the firewall must admit it from somewhere"),
     "dns_label_list": (lambda v: _list_of(v, lambda item: _full(DNS_LABEL_RE, item)),
                        "use a list of namespace names: DNS labels, lowercase letters, digits and '-' (like [jupyterhub])"),
     "ip": (lambda v: _ip(v) is not None, "not an IP address; use a literal address (like 10.0.0.100)"),

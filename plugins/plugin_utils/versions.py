@@ -43,6 +43,7 @@ K3S_SUPPORTED_MINORS = ((1, 34), (1, 35), (1, 36))
 REQUIRED_KEYS = (
     "k3s_version", "kube_vip_image", "gpu_operator_chart", "nfs_subdir_external_provisioner_chart",
     "local_path_provisioner_image", "local_path_provisioner_helper_image", "vllm_image", "vllm_operator_image",
+    "production_stack_operator_image",
     "verify_cuda_image", "verify_vectoradd_image", "verify_pytorch_image", "verify_busybox_image", "cuda_smoke_image",
     "terraform_provider_proxmox_version", "terraform_provider_local_version", "terraform_version", "helm_version",
     "kube_prometheus_stack_chart", "jupyterhub_chart", "jupyterhub_notebook_cpu_image",

@@ -20,7 +20,10 @@ environment, probes, scheduling) from the tables below, the only place those num
 from __future__ import (absolute_import, division, print_function)
 __metaclass__ = type
 
+import os
 import re
+
+import yaml
 
 from ansible_collections.cps.gpu_cluster.plugins.plugin_utils import cluster_model, ingress_tls, llm_monitoring, node_vars
 from ansible_collections.cps.gpu_cluster.plugins.plugin_utils.gpu_pools import pool_resource
@@ -34,6 +37,16 @@ VLLM_IMAGE = "docker.io/vllm/vllm-openai:v0.33.0"
 # The image the production-stack operator needs: its controller runs /opt/venv/bin/vllm,
 # which the LMCache build of vLLM has and vllm/vllm-openai does not.
 OPERATOR_IMAGE = "docker.io/lmcache/vllm-openai:2025-05-27-v1"
+# The production-stack operator itself (engine operator, gpu_cluster_llm_operator_install): its
+# kustomization's output vendored in roles/llm_serving/files (origin in that file's header), and the
+# controller image its release workflow pushed for that commit (versions.yml production_stack_operator_image).
+OPERATOR_CONTROLLER_IMAGE = "docker.io/lmcache/production-stack-operator:217fadb16edc3ef830a3009d119a730d341b773a"
+OPERATOR_NAMESPACE = "production-stack-system"
+OPERATOR_COMPONENT = "vllm-operator"
+OPERATOR_BUNDLE_LABEL = "gpu-cluster.cps/vllm-operator"
+OPERATOR_MANIFEST = os.path.join(os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__)))),
+                                 "roles", "llm_serving", "files", "production-stack-operator.yaml")
+_OPERATOR_DOCUMENTS = {}
 # vllm/vllm-openai ships a "vllm" user (uid/gid 2000, HOME /home/vllm) for non-root runs;
 # an arbitrary uid breaks torch (getpass.getuser() needs a passwd entry).
 VLLM_UID = 2000
@@ -151,6 +164,8 @@ def validate_model(entry, pools=None):
     namespace = entry.get("namespace")
     if namespace is not None and (not isinstance(namespace, str) or not DNS_LABEL.match(namespace)):
         problems.append("%s: namespace %r must be a DNS-1123 label, like llm" % (where, namespace))
+    elif namespace == OPERATOR_NAMESPACE:
+        problems.append("%s: namespace %s is the production-stack operator's own; use another, like llm" % (where, namespace))
     task = entry.get("task")
     if task is not None and task not in TASKS:
         problems.append("%s: task %r must be generate or embed" % (where, task))
@@ -470,6 +485,51 @@ def _split_image(image):
     return "docker.io", image
 
 
+def operator_documents(path=OPERATOR_MANIFEST):
+    """The vendored operator install, one dict per document (read once per path)."""
+    if path not in _OPERATOR_DOCUMENTS:
+        with open(path) as handle:
+            _OPERATOR_DOCUMENTS[path] = [doc for doc in yaml.safe_load_all(handle) if doc]
+    return copy_data(_OPERATOR_DOCUMENTS[path])
+
+
+def operator_manifests(image=OPERATOR_CONTROLLER_IMAGE, documents=None):
+    """The operator's objects as its kustomization writes them (CRDs, RBAC, the metrics Service, the
+    controller Deployment), but for two things: the Namespace, which the component writes with its Pod
+    Security labels, is left out; the controller's image is ``image`` (its ``latest`` upstream), pulled
+    only when absent (``IfNotPresent``: a pinned tag, and an air-gapped node uses what it has)."""
+    manifests = []
+    for source in documents if documents is not None else operator_documents():
+        if source.get("kind") == "Namespace":
+            continue
+        doc = copy_data(source)
+        if doc.get("kind") == "Deployment":
+            for container in doc["spec"]["template"]["spec"]["containers"]:
+                if container.get("name") == "manager":
+                    container["image"] = str(image)
+                    container["imagePullPolicy"] = "IfNotPresent"
+        manifests.append(doc)
+    return manifests
+
+
+def operator_component(image=OPERATOR_CONTROLLER_IMAGE, documents=None):
+    """The component ``vllm-operator``: the production-stack operator in ``production-stack-system``, a
+    namespace that enforces Pod Security ``restricted`` (its controller runs as non-root, no privilege
+    escalation, every capability dropped, the runtime's seccomp profile)."""
+    return {"name": OPERATOR_COMPONENT, "namespace": OPERATOR_NAMESPACE,
+            "namespace_labels": namespace_labels("deployment"),
+            "manifests": operator_manifests(image, documents),
+            "fleet_labels": {OWNER_LABEL: OWNER, OPERATOR_BUNDLE_LABEL: "true"}}
+
+
+def operator_workload(image=OPERATOR_CONTROLLER_IMAGE, documents=None):
+    """The operator's controller pod, for the scheduling proof: ``{name, namespace, pod, replicas}``."""
+    deployment = next(doc for doc in operator_manifests(image, documents) if doc.get("kind") == "Deployment")
+    return {"name": "vLLM production-stack operator (Deployment %s/%s)" % (OPERATOR_NAMESPACE, deployment["metadata"]["name"]),
+            "namespace": OPERATOR_NAMESPACE, "pod": deployment["spec"]["template"]["spec"],
+            "replicas": deployment["spec"].get("replicas", 1)}
+
+
 def vllm_runtime(spec):
     """A ``VLLMRuntime`` of the vLLM production-stack operator for a spec (engine ``operator``).
 
@@ -558,14 +618,17 @@ def namespace_component(namespace, engine, ingress_class=DEFAULT_INGRESS_CLASS, 
 
 
 def vllm_components(models, pools=None, engine="deployment", ingress_class=DEFAULT_INGRESS_CLASS,
-                    namespace=DEFAULT_NAMESPACE, *, access=None, monitoring=None, gpu_tolerations=None):
-    """The components to deliver, in order: per namespace, ``namespace-<ns>`` (its labelled
-    Namespace); then one component per model (bundle ``<name>``); last, when ``monitoring``
-    (``{enabled, namespace, queue_threshold}``) is on, ``llm-monitoring`` (:mod:`llm_monitoring`).
+                    namespace=DEFAULT_NAMESPACE, *, access=None, monitoring=None, gpu_tolerations=None,
+                    operator_install=True, operator_image=OPERATOR_CONTROLLER_IMAGE):
+    """The components to deliver, in order: with engine ``operator`` and ``operator_install``, first
+    ``vllm-operator`` (:func:`operator_component`: its CRDs before any VLLMRuntime); per namespace,
+    ``namespace-<ns>`` (its labelled Namespace); then one component per model (bundle ``<name>``);
+    last, when ``monitoring`` (``{enabled, namespace, queue_threshold}``) is on, ``llm-monitoring``
+    (:mod:`llm_monitoring`).
 
     In Fleet, every model bundle depends on its namespace bundle (``dependsOn`` by label), so
-    no two bundles own the Namespace and none deploys before it exists.  Raises ValueError
-    naming every problem of every entry.
+    no two bundles own the Namespace and none deploys before it exists; with the operator, on the
+    operator's bundle too. Raises ValueError naming every problem of every entry.
     """
     if models is None:
         models = []
@@ -587,16 +650,22 @@ def vllm_components(models, pools=None, engine="deployment", ingress_class=DEFAU
         raise ValueError("gpu_cluster_llm_monitoring_enabled is true with gpu_cluster_llm_engine %s, whose Service the "
                          "collection does not write; monitor the models with the deployment engine" % engine)
     components = [namespace_component(ns, engine, ingress_class, access, monitoring) for ns in namespaces]
+    with_operator = engine == "operator" and operator_install is True and bool(specs)
     clash = sorted({c["name"] for c in components} & {spec["name"] for spec in specs})
     if clash:
         raise ValueError("gpu_cluster_llm_models: name %s is the bundle of a namespace; rename the model"
                          % ", ".join(clash))
     for spec in specs:
+        depends = [{"selector": {"matchLabels": {NAMESPACE_BUNDLE_LABEL: spec["namespace"]}}}]
+        if with_operator:
+            depends.append({"selector": {"matchLabels": {OPERATOR_BUNDLE_LABEL: "true"}}})
         components.append({
             "name": spec["name"], "namespace": spec["namespace"], "manifests": vllm_manifests(spec),
-            "fleet_depends_on": [{"selector": {"matchLabels": {NAMESPACE_BUNDLE_LABEL: spec["namespace"]}}}],
+            "fleet_depends_on": depends,
             "fleet_labels": {OWNER_LABEL: OWNER},
         })
+    if with_operator:
+        components.insert(0, operator_component(operator_image))
     watched = llm_monitoring.component(specs, monitoring)
     if watched:
         watched["fleet_labels"] = {OWNER_LABEL: OWNER}
@@ -656,6 +725,12 @@ def _setting_problems(groups, hostvars):
     namespace = cluster_model.inventory_value(groups, hostvars, "gpu_cluster_llm_namespace")
     if namespace is not None and (not isinstance(namespace, str) or not DNS_LABEL.match(namespace)):
         problems.append("gpu_cluster_llm_namespace is %r; use a DNS-1123 label, like llm" % (namespace,))
+    elif namespace == OPERATOR_NAMESPACE:
+        problems.append("gpu_cluster_llm_namespace is %s, the production-stack operator's own namespace; use another, "
+                        "like llm" % namespace)
+    install = cluster_model.inventory_value(groups, hostvars, "gpu_cluster_llm_operator_install")
+    if install is not None and not isinstance(install, bool):
+        problems.append("gpu_cluster_llm_operator_install is %r; use true or false (a YAML boolean)" % (install,))
     return problems + _access_problems(groups, hostvars, engine) + _monitoring_problems(groups, hostvars, engine)
 
 

@@ -225,6 +225,36 @@ def test_operator_engine_renders_vllmruntimes_valid_against_the_crd(renders):
     assert fleet(cluster / "namespace-llm")["namespaceLabels"][PSA_ENFORCE] == "baseline"
 
 
+def test_operator_engine_installs_the_operator_first(renders):
+    """Issue 47: the operator engine's render carries the production-stack operator itself, bundle
+    vllm-operator: every object strict-valid for the cluster's Kubernetes (the CRDs as
+    apiextensions.k8s.io/v1 objects), its VLLMRuntime CRD the one the runtimes above are validated
+    against, the controller pinned (versions.yml) and passing Pod Security restricted in a namespace that
+    enforces it; every model bundle depends on it in Fleet."""
+    cluster = renders["operator"]
+    operator = objects(cluster / "vllm-operator")
+    version = inventory_k8s_version(HOMELAB)
+    for (kind, name), doc in operator.items():
+        try:
+            kubernetes_validate.validate(doc, version, strict=True)
+        except kubernetes_validate.ValidationError as exc:
+            pytest.fail(f"vllm-operator {kind} {name}: {exc.message} at {list(exc.path)}")
+    crds = {doc["spec"]["names"]["kind"]: doc for (kind, _n), doc in operator.items() if kind == "CustomResourceDefinition"}
+    assert set(crds) == {"VLLMRuntime", "VLLMRouter", "CacheServer", "LoraAdapter"}
+    assert crds["VLLMRuntime"] == yaml.safe_load(CRD.read_text())
+    (deployment,) = [doc for (kind, _n), doc in operator.items() if kind == "Deployment"]
+    pod = deployment["spec"]["template"]["spec"]
+    versions = yaml.safe_load((REPO / "versions.yml").read_text())
+    assert pod["containers"][0]["image"] == versions["production_stack_operator_image"]
+    assert restricted_violations(pod) == []
+    assert operator[("Namespace", "production-stack-system")]["metadata"]["labels"][PSA_ENFORCE] == "restricted"
+    assert fleet(cluster / "vllm-operator")["labels"]["gpu-cluster.cps/vllm-operator"] == "true"
+    for name in ("qwen", "embed", "kimi"):
+        selectors = [d["selector"]["matchLabels"] for d in fleet(cluster / name)["dependsOn"]]
+        assert any(s.get("gpu-cluster.cps/vllm-operator") == "true" for s in selectors), name
+    assert not (renders["deployment"] / "vllm-operator").exists()
+
+
 def test_crd_validation_catches_mistakes():
     schema = crd_schema()
     bad = {"apiVersion": "production-stack.vllm.ai/v1alpha1", "kind": "VLLMRuntime", "metadata": {"name": "x"},

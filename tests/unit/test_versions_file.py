@@ -35,6 +35,7 @@ def test_every_required_pin_is_there_and_sound():
 def test_code_constants_equal_the_versions_file():
     assert vllm.VLLM_IMAGE == VALUES["vllm_image"]
     assert vllm.OPERATOR_IMAGE == VALUES["vllm_operator_image"]
+    assert vllm.OPERATOR_CONTROLLER_IMAGE == VALUES["production_stack_operator_image"]
     defaults = storage_components.fast_scratch_manifests.__kwdefaults__
     assert defaults["image"] == VALUES["local_path_provisioner_image"]
     assert defaults["helper_image"] == VALUES["local_path_provisioner_helper_image"]

@@ -363,7 +363,8 @@ CASES = {
         "components_homelab": lambda: vllm.vllm_components([tv.QWEN, tv.EMBED], POOLS),
         "components_runtime_cache": lambda: vllm.vllm_components(
             [dict(tv.QWEN, cache={"size": "200Gi", "storage_class": "nfs-client"}, hf_token_secret="hf"),
-             dict(tv.EMBED, namespace="embed", gpu=2)], POOLS, engine="operator", ingress_class="nginx"),
+             dict(tv.EMBED, namespace="embed", gpu=2)], POOLS, engine="operator", ingress_class="nginx",
+            operator_install=False),  # the operator's own component: test_vllm.py test_operator_*
         "spec_kimi": lambda: vllm.vllm_spec(tv.KIMI),
         "endpoint_checks": lambda: [vllm_endpoint.endpoint_checks(vllm.vllm_spec(m)) for m in (tv.QWEN, tv.EMBED)],
     },

@@ -427,6 +427,25 @@ def test_gpu_workers_alike_are_judged_once_and_reported_each(homelab):
         assert rows[f"verify Job {check}-wk-gpu2"]["nodes"] == ["wk-gpu2"]
 
 
+def test_the_operator_engine_proves_the_operators_own_pod(homelab):
+    """With engine operator the collection installs the production-stack operator (issue 47): its
+    controller pod (the vendored install's Deployment) is in the proof and schedules on the homelab; the
+    homelab stays at 0 problems. The user's own operator (gpu_cluster_llm_operator_install: false) is not ours to prove."""
+    groups, hostvars = copy.deepcopy(homelab)
+    for variables in hostvars.values():
+        variables.update(gpu_cluster_llm_engine="operator", gpu_cluster_llm_api_key=False)
+    result = cw.proof(groups, hostvars)
+    assert result["problems"] == []
+    rows = {row["workload"]: row for row in result["rows"]}
+    name = "vLLM production-stack operator (Deployment production-stack-system/production-stack-production-stack-controller-manager)"
+    assert rows[name]["nodes"], rows[name]
+    assert not set(rows[name]["nodes"]) & {node["name"] for node in cmod.build(groups, hostvars)["nodes"] if node["gpu_count"]}
+    for variables in hostvars.values():
+        variables["gpu_cluster_llm_operator_install"] = False
+    assert name not in {row["workload"] for row in cw.proof(groups, hostvars)["rows"]}
+    assert name not in {row["workload"] for row in prove(*homelab)["rows"]}  # the homelab's engine is deployment
+
+
 def test_a_refused_pod_on_nodes_alike_names_every_node():
     nodes = [dict(MIG, name=n, labels={"kubernetes.io/hostname": n}) for n in ("m1", "m2", "m3")]
     pod = {"containers": [{"resources": {"limits": {"nvidia.com/mig-1g.10gb": 20}}}],

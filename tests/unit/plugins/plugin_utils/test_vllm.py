@@ -11,6 +11,7 @@ import yaml
 from ansible_collections.cps.gpu_cluster.plugins.module_utils import vllm_endpoint
 from ansible_collections.cps.gpu_cluster.plugins.plugin_utils import components as c
 from ansible_collections.cps.gpu_cluster.plugins.plugin_utils import vllm as v
+from test_inventory_checks import homelab
 
 FIXTURES = Path(__file__).resolve().parents[3] / "fixtures" / "llm"
 
@@ -323,7 +324,65 @@ def test_components_namespace_bundle_first_and_models_depend_on_it():
     assert c.fleet_bundle(components[4])["dependsOn"][0]["selector"]["matchLabels"] == {"gpu-cluster.cps/namespace": "big"}
     assert all(c.validate_component(component) == [] for component in components)
     operator = v.vllm_components([QWEN], engine="operator")
-    assert operator[0]["namespace_labels"]["pod-security.kubernetes.io/enforce"] == "baseline"
+    assert operator[1]["namespace_labels"]["pod-security.kubernetes.io/enforce"] == "baseline"
+
+
+OPERATOR_FILE = Path(__file__).resolve().parents[4] / "roles" / "llm_serving" / "files" / "production-stack-operator.yaml"
+CRD_FIXTURE = Path(__file__).resolve().parents[3] / "fixtures" / "llm" / "production-stack.vllm.ai_vllmruntimes.yaml"
+
+
+def test_operator_installed_first_and_the_models_wait_for_it():
+    components = v.vllm_components([QWEN, EMBED], engine="operator")
+    assert [c_["name"] for c_ in components] == ["vllm-operator", "namespace-llm", "qwen", "embed"]
+    operator = components[0]
+    assert operator["namespace"] == "production-stack-system"
+    assert operator["namespace_labels"]["pod-security.kubernetes.io/enforce"] == "restricted"
+    kinds = [m["kind"] for m in c.component_manifests(operator)]
+    assert kinds[0] == "Namespace" and kinds.count("CustomResourceDefinition") == 4 and "Deployment" in kinds
+    for model in components[2:]:
+        assert {"selector": {"matchLabels": {"gpu-cluster.cps/vllm-operator": "true"}}} in c.fleet_bundle(model)["dependsOn"]
+    assert c.fleet_bundle(operator)["labels"]["gpu-cluster.cps/vllm-operator"] == "true"
+    assert all(c.validate_component(component) == [] for component in components)
+    # the cluster's own operator: nothing installed, nothing waited for
+    own = v.vllm_components([QWEN], engine="operator", operator_install=False)
+    assert [c_["name"] for c_ in own] == ["namespace-llm", "qwen"]
+    assert len(c.fleet_bundle(own[1])["dependsOn"]) == 1
+    # the deployment engine never installs it
+    assert "vllm-operator" not in [c_["name"] for c_ in v.vllm_components([QWEN])]
+
+
+def test_operator_manifests_are_the_vendored_install_with_the_image_pinned():
+    """Everything of the vendored kustomize output but its Namespace, unchanged but for the controller's
+    image (``latest`` upstream) and its pull policy; its VLLMRuntime CRD is the one the render tier
+    validates the VLLMRuntimes against (both from the same upstream commit)."""
+    vendored = [d for d in yaml.safe_load_all(OPERATOR_FILE.read_text()) if d]
+    manifests = v.operator_manifests()
+    assert len(manifests) == len(vendored) - 1
+    assert next(d for d in vendored if d["kind"] == "Namespace")["metadata"]["name"] == v.OPERATOR_NAMESPACE
+    upstream = next(d for d in vendored if d["kind"] == "Deployment")
+    ours = next(d for d in manifests if d["kind"] == "Deployment")
+    assert upstream["spec"]["template"]["spec"]["containers"][0]["image"] == "lmcache/production-stack-operator:latest"
+    manager = ours["spec"]["template"]["spec"]["containers"][0]
+    assert (manager["image"], manager["imagePullPolicy"]) == (v.OPERATOR_CONTROLLER_IMAGE, "IfNotPresent")
+    manager.update(image=upstream["spec"]["template"]["spec"]["containers"][0]["image"], imagePullPolicy="Always")
+    assert manifests == [d for d in vendored if d["kind"] != "Namespace"]
+    crd = next(d for d in manifests if d["kind"] == "CustomResourceDefinition" and d["spec"]["names"]["kind"] == "VLLMRuntime")
+    assert crd == yaml.safe_load(CRD_FIXTURE.read_text())
+    assert all(d["metadata"].get("namespace") in (None, v.OPERATOR_NAMESPACE) for d in manifests)
+
+
+def test_operator_namespace_is_refused_for_the_models():
+    groups, hostvars = homelab()
+    for variables in hostvars.values():
+        variables["gpu_cluster_llm_models"] = [dict(QWEN)]
+        variables["gpu_cluster_llm_namespace"] = "production-stack-system"
+    assert any("the production-stack operator's own namespace" in p for p in v.llm_problems(groups, hostvars))
+    for variables in hostvars.values():
+        variables["gpu_cluster_llm_namespace"] = "llm"
+        variables["gpu_cluster_llm_operator_install"] = "yes"
+    assert any("gpu_cluster_llm_operator_install is 'yes'; use true or false" in p for p in v.llm_problems(groups, hostvars))
+    assert any("namespace production-stack-system is the production-stack operator's own" in p
+               for p in v.validate_model(dict(QWEN, namespace="production-stack-system")))
 
 
 def test_model_named_like_a_namespace_bundle_is_refused():
