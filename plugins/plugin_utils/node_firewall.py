@@ -75,7 +75,7 @@ def ruleset(model, host, *, node_network, cluster_cidr, service_cidr, clients=()
     ``nfs_server``: this node serves NFS to the nodes. The servers are the model's ``server`` nodes;
     where one has no IP address (a DNS name), etcd is admitted from the node network.
     """
-    nodes = [node for node in (model or {}).get("nodes") or []]
+    nodes = list((model or {}).get("nodes") or [])
     servers = [node["address"] for node in nodes if node.get("role") == "server"]
     if not servers or not all(_is_ip(address) for address in servers):
         servers = [node_network]

@@ -325,7 +325,7 @@ def _listen(node, port):
     node.run(f"systemctl stop listen-{port} 2>/dev/null; systemctl reset-failed listen-{port} 2>/dev/null")
     node.check_output(f"systemd-run --unit=listen-{port} python3 -m http.server --bind 0.0.0.0 {port}")
     probe = f"import socket; socket.create_connection(('127.0.0.1', {port}), 1)"
-    for _ in range(50):
+    for _attempt in range(50):
         if node.run("python3 -c %s", probe).rc == 0:
             return
         time.sleep(0.2)
