@@ -16,13 +16,16 @@ and stay theirs: the table is replaced atomically (``table``/``delete table``/``
 - TCP 10250, the kubelet, from the nodes;
 - UDP 8472 (flannel VXLAN) and UDP 51820/51821 (flannel wireguard-native, IPv4/IPv6) from the nodes;
 - TCP 5001, the embedded registry mirror (spegel) where it is switched on, from the nodes;
+- TCP 9100, node-exporter (the monitoring stack's host-network pod), from the nodes: Prometheus scrapes
+  it from another node, and flannel masquerades a pod's traffic to a node address to its node's;
 - the NodePort range (k3s's default 30000-32767, TCP and UDP) from the node network and the clients,
   when ``nodeports``;
 - every port from the pod and service networks (pods reaching host-network pods, the kubelet,
   node-exporter);
 - TCP 22 (SSH, how Ansible reaches the node) from ``ssh_clients`` (default anywhere);
 - TCP 2049 (NFSv4) from the node network on a node that also serves NFS (group ``nfs_servers``);
-- loopback, established and related traffic, ICMP and ICMPv6 (neighbour discovery, path MTU).
+- loopback, established and related traffic, ICMP and ICMPv6 (neighbour discovery, path MTU), and
+  DHCP's replies to a node that takes its address from DHCP (UDP 67 -> 68).
 """
 
 from __future__ import (absolute_import, division, print_function)
@@ -36,6 +39,7 @@ ETCD_PORTS = "2379-2380"
 KUBELET_PORT = 10250
 FLANNEL_UDP_PORTS = (8472, 51820, 51821)
 REGISTRY_PORT = 5001
+NODE_EXPORTER_PORT = 9100
 NODEPORT_RANGE = "30000-32767"
 SSH_PORT = 22
 NFS_PORT = 2049
@@ -105,6 +109,7 @@ def ruleset(model, host, *, node_network, cluster_cidr, service_cidr, clients=()
         "ct state established,related accept",
         "ct state invalid drop",
         "meta l4proto { icmp, ipv6-icmp } accept",
+        "udp sport 67 udp dport 68 accept",
     ]
 
     def admit(name, match):
@@ -116,7 +121,7 @@ def ruleset(model, host, *, node_network, cluster_cidr, service_cidr, clients=()
     admit("pods", "meta l4proto { tcp, udp }")
     admit("clients", "tcp dport %d" % API_PORT)
     admit("servers", "tcp dport %s" % ETCD_PORTS)
-    admit("nodes", "tcp dport { %d, %d }" % (KUBELET_PORT, REGISTRY_PORT))
+    admit("nodes", "tcp dport { %d, %d, %d }" % (KUBELET_PORT, REGISTRY_PORT, NODE_EXPORTER_PORT))
     admit("nodes", "udp dport { %s }" % ", ".join(str(port) for port in FLANNEL_UDP_PORTS))
     if nodeports:
         admit("clients", "meta l4proto { tcp, udp } th dport %s" % NODEPORT_RANGE)

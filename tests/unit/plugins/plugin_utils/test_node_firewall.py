@@ -1,6 +1,7 @@
 """The node firewall's ruleset (issue 47; plugin_utils/node_firewall.py). What each port admits, and
 from where, is k3s's table of inbound rules (https://docs.k3s.io/installation/requirements#inbound-rules-for-k3s-nodes,
-v1.33-v1.36): TCP 2379-2380 servers -> servers (HA with embedded etcd), TCP 6443 agents -> servers (K3s
+v1.33-v1.36), plus node-exporter's TCP 9100 (host network; kube-prometheus-stack's prometheus-node-exporter
+values.yaml ``hostNetwork: true``, port 9100): TCP 2379-2380 servers -> servers (HA with embedded etcd), TCP 6443 agents -> servers (K3s
 supervisor and Kubernetes API Server), UDP 8472 all nodes (flannel VXLAN), TCP 10250 all nodes (kubelet
 metrics), UDP 51820/51821 all nodes (flannel wireguard-native IPv4/IPv6), TCP 5001 all nodes (embedded
 registry, spegel). The nft syntax itself is checked by nft -c in molecule/k3s_ha, and the packets by a
@@ -48,7 +49,7 @@ def test_api_supervisor_kubelet_and_flannel_from_the_nodes():
     assert set_elements(text, "nodes4") == ["10.0.0.0/24"]
     accepted = admitted(text)
     assert "ip saddr @clients4 tcp dport 6443 accept" in accepted
-    assert "ip saddr @nodes4 tcp dport { 10250, 5001 } accept" in accepted
+    assert "ip saddr @nodes4 tcp dport { 10250, 5001, 9100 } accept" in accepted
     assert "ip saddr @nodes4 udp dport { 8472, 51820, 51821 } accept" in accepted
 
 
