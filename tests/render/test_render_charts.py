@@ -318,16 +318,20 @@ def test_gpu_operator_node_feature_rule_is_checked_against_the_nfd_crd(rendered)
     chart render its NodeFeatureRule; it passes the NodeFeatureRule schema of the NFD CRD the chart
     vendors (charts/node-feature-discovery/crds/nfd-api-crds.yaml), and a rule that NFD's schema refuses
     would fail."""
-    for render in ("homelab", "legacy"):
+    # each chart's own rule: v26.7.0 labels GPUDirect/GDRCopy capability from the loaded kernel modules,
+    # v25.10.1 (the legacy render) confidential-computing support and the GPU family
+    expected = {"homelab": ("nvidia-kernel-modules", {"nvidia.com/gds.capable", "nvidia.com/peermem.capable"}),
+                "legacy": ("nvidia-nfd-nodefeaturerules", {"nvidia.com/gpu.family"})}
+    for render, (name, some_labels) in expected.items():
         docs, crds = render_row(rendered, render, "gpu-operator")
         rules = [doc for _path, doc in docs if doc["kind"] == "NodeFeatureRule"]
-        assert [r["metadata"]["name"] for r in rules] == ["nvidia-kernel-modules"], render
+        assert [r["metadata"]["name"] for r in rules] == [name], render
         schema = crd_schemas(crds)[("nfd.k8s-sigs.io/v1alpha1", "NodeFeatureRule")]
         assert validate_custom(rules[0], schema) == [], render
         labels = {key for rule in rules[0]["spec"]["rules"] for key in rule.get("labels", {})}
-        assert {"nvidia.com/gds.capable", "nvidia.com/peermem.capable"} <= labels, render
+        assert some_labels <= labels, render
         broken = copy.deepcopy(rules[0])
-        broken["spec"]["rules"][0]["matchFeatures"][0]["matchExpressions"]["gdrdrv"]["op"] = "Sometimes"
+        broken["spec"]["rules"][0]["matchFeatures"][0]["matchExpressions"] = "Sometimes"
         assert validate_custom(broken, schema), render
     off = wrong(rendered["homelab"]["gpu-operator"]["helm"]["values"], ("nfd", "nodefeaturerules"), False)
     docs, _crds = helm_template("gpu-operator-v26.7.0", off, "gpu-operator", "gpu-operator")
