@@ -15,7 +15,13 @@ refuses:
   (POST .../pods/<name>/eviction, policy/v1 Eviction, whose name must be the pod's:
   pkg/registry/core/pod/storage/eviction.go; the kubernetes client sends it without a Content-Type and
   without kind and apiVersion, which the server reads as JSON and as the subresource's kind); an evicted
-  pod is deleted (no PodDisruptionBudget here).
+  pod is deleted (no PodDisruptionBudget here);
+- ConfigMaps (issue 47: verify's GPU inventory): GET, create (POST) in a namespace that exists (else
+  404 ``namespaces "<ns>" not found``, as the NamespaceLifecycle admission plugin answers), the name
+  and namespace of the body matching the URL, every ``data`` value a string and every key a valid
+  ConfigMap key (``[-._a-zA-Z0-9]+``, k8s.io/apimachinery validation IsConfigMapKey; 422 otherwise),
+  a second create 409 AlreadyExists; PATCH as for Nodes; ``dryRun=All`` (check mode's server-side dry
+  run) validates and answers without storing.
 
 Every call is recorded in ``calls`` as (method, path, content type, body)."""
 
@@ -23,6 +29,7 @@ from __future__ import annotations
 
 import copy
 import json
+import re
 import threading
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
@@ -50,7 +57,11 @@ CORE_RESOURCES = {"kind": "APIResourceList", "apiVersion": "v1", "groupVersion":
     {"name": "pods", "singularName": "pod", "namespaced": True, "kind": "Pod",
      "verbs": ["create", "delete", "get", "list", "patch", "update", "watch"], "shortNames": ["po"]},
     {"name": "pods/eviction", "singularName": "", "namespaced": True, "group": "policy", "version": "v1",
-     "kind": "Eviction", "verbs": ["create"]}]}
+     "kind": "Eviction", "verbs": ["create"]},
+    {"name": "configmaps", "singularName": "configmap", "namespaced": True, "kind": "ConfigMap",
+     "verbs": ["create", "delete", "get", "list", "patch", "update", "watch"], "shortNames": ["cm"]},
+    {"name": "namespaces", "singularName": "namespace", "namespaced": False, "kind": "Namespace",
+     "verbs": ["create", "delete", "get", "list", "patch", "update", "watch"], "shortNames": ["ns"]}]}
 POLICY_GROUP = {"name": "policy", "versions": [{"groupVersion": "policy/v1", "version": "v1"}],
                 "preferredVersion": {"groupVersion": "policy/v1", "version": "v1"}}
 POLICY_RESOURCES = {"kind": "APIResourceList", "apiVersion": "v1", "groupVersion": "policy/v1", "resources": [
@@ -59,6 +70,7 @@ POLICY_RESOURCES = {"kind": "APIResourceList", "apiVersion": "v1", "groupVersion
      "shortNames": ["pdb"]}]}
 NODES_PATH = "/".join(("", "api", "v1", "nodes", ""))
 OBJECT_PATCHES = ("application/merge-patch+json", "application/strategic-merge-patch+json")
+CONFIGMAP_KEY = re.compile(r"[-._a-zA-Z0-9]+")
 
 
 def status(code, reason, message):
@@ -69,9 +81,11 @@ def status(code, reason, message):
 class KubeStandIn:
     """The API of ``nodes`` ({name: Node}) and ``pods`` ({(namespace, name): Pod})."""
 
-    def __init__(self, nodes, pods=()):
+    def __init__(self, nodes, pods=(), namespaces=("default", "kube-system")):
         self.nodes = dict(nodes)
         self.pods = dict(((pod["metadata"]["namespace"], pod["metadata"]["name"]), pod) for pod in pods)
+        self.namespaces = set(namespaces)
+        self.configmaps = {}
         self.calls = []
         self.lock = threading.Lock()
         api = self
@@ -129,6 +143,9 @@ class KubeStandIn:
             return self.pod_list(query)
         if parts[:3] == ["api", "v1", "namespaces"] and len(parts) >= 6 and parts[4] == "pods":
             return self.pod_call(method, parts[3], parts[5], parts[6:], content_type, raw)
+        if parts[:3] == ["api", "v1", "namespaces"] and len(parts) in (5, 6) and parts[4] == "configmaps":
+            dry_run = query.get("dryRun") == ["All"]
+            return self.configmap_call(method, parts[3], parts[5] if len(parts) == 6 else None, content_type, raw, dry_run)
         return 404, status(404, "NotFound", "the server could not find the requested resource")
 
     def discovery(self, path):
@@ -198,6 +215,49 @@ class KubeStandIn:
             del self.pods[(namespace, name)]
             return 201, {"kind": "Status", "apiVersion": "v1", "metadata": {}, "status": "Success", "code": 201}
         return 405, status(405, "MethodNotAllowed", "the server does not allow this method on the requested resource")
+
+    def configmap_call(self, method, namespace, name, content_type, raw, dry_run=False):  # noqa: PLR0911, PLR0917 -- one return per answer
+        key = (namespace, name)
+        if method == "GET" and name is not None:
+            if key not in self.configmaps:
+                return 404, status(404, "NotFound", f'configmaps "{name}" not found')
+            return 200, self.configmaps[key]
+        if method == "POST" and name is None:
+            if content_type not in ("", "application/json"):
+                return 415, status(415, "UnsupportedMediaType", "the body of the request was in an unknown format")
+            body = json.loads(raw or b"{}")
+            meta = body.get("metadata") or {}
+            if meta.get("namespace", namespace) != namespace:
+                return 400, status(400, "BadRequest", "the namespace of the provided object does not match the namespace sent on the request")
+            data = body.get("data") or {}
+            bad = [k for k, v in data.items() if not isinstance(v, str) or not CONFIGMAP_KEY.fullmatch(k)]
+            if bad:
+                return 422, status(422, "Invalid", f'ConfigMap "{meta.get("name")}" is invalid: data[{bad[0]}]')
+            if namespace not in self.namespaces:
+                return 404, status(404, "NotFound", f'namespaces "{namespace}" not found')
+            if (namespace, meta.get("name")) in self.configmaps:
+                return 409, status(409, "AlreadyExists", f'configmaps "{meta.get("name")}" already exists')
+            stored = dict(body, kind="ConfigMap", apiVersion="v1")
+            stored["metadata"] = dict(meta, namespace=namespace, resourceVersion="1", uid=f"uid-{meta.get('name')}")
+            if not dry_run:  # dryRun=All: validated and admitted, never persisted (the API's server-side dry run)
+                self.configmaps[(namespace, meta.get("name"))] = stored
+            return 201, stored
+        if method == "PATCH" and name is not None:
+            if key not in self.configmaps:
+                return 404, status(404, "NotFound", f'configmaps "{name}" not found')
+            problem = _patch_problem(content_type, raw)
+            if problem:
+                return problem
+            patched = merge_patch(self.configmaps[key], json.loads(raw))
+            if not dry_run:
+                self.configmaps[key] = patched
+            return 200, patched
+        return 405, status(405, "MethodNotAllowed", "the server does not allow this method on the requested resource")
+
+    def writes(self, resource):
+        """(method, path) of every POST, PATCH, PUT or DELETE on ``resource`` (a plural name), in order."""
+        return [(method, path) for method, path, _type, _body in self.calls
+                if method in ("POST", "PATCH", "PUT", "DELETE") and f"/{resource}" in path]
 
     # -- the server ------------------------------------------------------------------------------
     def __enter__(self):
