@@ -187,8 +187,15 @@ gpu_cluster_service_cidr: 10.43.0.0/16
 # container (group_vars/nfs_servers.yml).
 gpu_cluster_nfs_server: $subnet.2
 gpu_cluster_nfs_path: /export/k3s
+gpu_cluster_nfs_mount_options: [nfsvers=4.1, rsize=1048576, wsize=1048576, hard, timeo=600, retrans=2, noatime]
+# The node firewall runs in the lab as everywhere (docs/k3s.md): each node container loads its
+# nftables table; this machine reaches them through podman, not the network, and sits on the node
+# network itself (the gateway), so no client network is added.
+gpu_cluster_firewall_enabled: true
+gpu_cluster_firewall_clients: []
 gpu_cluster_k3s_version: $(yaml_value gpu_cluster_k3s_version)
 gpu_cluster_gpu_operator_version: $(yaml_value gpu_cluster_gpu_operator_version)
+gpu_cluster_node_feature_rules: true
 gpu_cluster_delivery: direct
 gpu_cluster_kubeconfig: $state/kubeconfig.yaml
 gpu_cluster_fleet_dir: $state/fleet
@@ -203,7 +210,7 @@ gpu_cluster_lab: true
 # waits, the API reconciliation and the kubeconfig fetch say SKIPPED.
 k3s_airgap_dir: $state/k3s-airgap
 k3s_node_start: false
-# Containers share the host's clock and need no extra packages.
+# Containers share the host's clock and need no extra packages (but nftables, for the firewall).
 k3s_prereq_packages: [ca-certificates, curl]
 k3s_prereq_time_sync: false
 EOF
