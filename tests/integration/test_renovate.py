@@ -105,8 +105,8 @@ def test_dry_run_finds_every_pin(renovate_bin, checkout, tmp_path):
     terraform = {(d[2], d[3]) for d in found["terraform/proxmox/versions.tf"]}
     assert ("proxmox", "= 0.83.0") in terraform or ("bpg/proxmox", "= 0.83.0") in terraform
     # the runtimes of both engines and the production-stack operator's controller (issue 47)
-    assert {d[2] for d in found["plugins/plugin_utils/vllm.py"]} == {"docker.io/vllm/vllm-openai", "docker.io/lmcache/vllm-openai",
-                                                                      "docker.io/lmcache/production-stack-operator"}
+    vllm_images = {"docker.io/vllm/vllm-openai", "docker.io/lmcache/vllm-openai", "docker.io/lmcache/production-stack-operator"}
+    assert {d[2] for d in found["plugins/plugin_utils/vllm.py"]} == vllm_images
     assert ("regex", "github-releases", "k3s-io/k3s") in {d[:3] for d in found["inventories/homelab/group_vars/all/main.yml"]}
     assert {d[2] for d in found["execution-environment.yml"]} == {"registry.fedoraproject.org/fedora", "helm/helm", "hashicorp/terraform"}
     assert {"requirements.txt", "requirements-dev.txt"} <= set(found)
