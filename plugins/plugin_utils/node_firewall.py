@@ -69,13 +69,14 @@ def _set(name, family, elements):
             "\t\telements = { %s }" % ", ".join(elements), "\t}"]
 
 
-def ruleset(model, host, *, node_network, cluster_cidr, service_cidr, clients=(), ssh_clients=ANYWHERE,
+def ruleset(model, host, *, node_network, cluster_cidr, service_cidr, clients=(), ssh_clients=None,
             nodeports=True, nfs_server=False):
     """The nft script for one node (``host``, an inventory name of the cluster ``model``).
 
     ``node_network``: gpu_cluster_node_network; ``cluster_cidr``/``service_cidr``: the pod and service
     networks; ``clients``: networks outside the node network whose machines use the API and the
-    NodePorts; ``ssh_clients``: networks SSH is admitted from; ``nodeports``: admit the NodePort range;
+    NodePorts; ``ssh_clients``: networks SSH is admitted from (None:
+    :data:`ANYWHERE`); ``nodeports``: admit the NodePort range;
     ``nfs_server``: this node serves NFS to the nodes. The servers are the model's ``server`` nodes;
     where one has no IP address (a DNS name), etcd is admitted from the node network.
     """
@@ -88,7 +89,7 @@ def ruleset(model, host, *, node_network, cluster_cidr, service_cidr, clients=()
         "servers": _networks(servers),
         "clients": _networks([node_network, *clients]),
         "pods": _networks([cluster_cidr, service_cidr]),
-        "ssh": _networks(ssh_clients),
+        "ssh": _networks(ANYWHERE if ssh_clients is None else ssh_clients),
     }
     me = [node for node in nodes if node.get("host") == host]
     lines = [

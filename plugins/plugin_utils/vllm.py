@@ -25,7 +25,7 @@ import re
 
 import yaml
 
-from ansible_collections.cps.gpu_cluster.plugins.plugin_utils import cluster_model, ingress_tls, llm_monitoring, node_vars
+from ansible_collections.cps.gpu_cluster.plugins.plugin_utils import cluster_model, ingress_tls, k3s_hardening, llm_monitoring, node_vars
 from ansible_collections.cps.gpu_cluster.plugins.plugin_utils.gpu_pools import pool_resource
 from ansible_collections.cps.gpu_cluster.plugins.module_utils.vllm_endpoint import API_KEY_ENV, PORT
 from ansible_collections.cps.gpu_cluster.plugins.plugin_utils.forms import DNS_LABEL, DNS_NAME, QUANTITY, copy_data
@@ -517,7 +517,7 @@ def operator_component(image=OPERATOR_CONTROLLER_IMAGE, documents=None):
     namespace that enforces Pod Security ``restricted`` (its controller runs as non-root, no privilege
     escalation, every capability dropped, the runtime's seccomp profile)."""
     return {"name": OPERATOR_COMPONENT, "namespace": OPERATOR_NAMESPACE,
-            "namespace_labels": namespace_labels("deployment"),
+            "namespace_labels": k3s_hardening.pod_security_labels("restricted"),
             "manifests": operator_manifests(image, documents),
             "fleet_labels": {OWNER_LABEL: OWNER, OPERATOR_BUNDLE_LABEL: "true"}}
 

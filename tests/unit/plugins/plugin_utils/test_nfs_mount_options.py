@@ -8,6 +8,7 @@ like noatime) and fstab(5) (the options field)."""
 
 from __future__ import annotations
 
+import copy
 import gzip
 import re
 from pathlib import Path
@@ -16,7 +17,7 @@ import pytest
 from ansible_collections.cps.gpu_cluster.plugins.filter.inventory_problems import role_specs
 from ansible_collections.cps.gpu_cluster.plugins.plugin_utils import inventory_checks as ic
 from ansible_collections.cps.gpu_cluster.plugins.plugin_utils import storage_components as sc
-from test_inventory_checks import homelab, one, set_all
+from test_inventory_checks import homelab, one
 
 MAN = Path(__file__).resolve().parents[3] / "fixtures" / "man"
 
@@ -128,7 +129,7 @@ def test_fstab_options_field():
 
 def test_preflight_refuses_bad_cluster_mount_options():
     groups, hostvars = homelab()
-    set_all(hostvars, "gpu_cluster_nfs_mount_options", ["hard", "soft"])
+    each_host(hostvars, "gpu_cluster_nfs_mount_options", ["hard", "soft"])
     problems = ic.inventory_problems(groups, hostvars, schedule=False)
     one(problems, "gpu_cluster_nfs_mount_options is ['hard', 'soft']; 'hard' and 'soft' contradict each other")
 
@@ -136,7 +137,7 @@ def test_preflight_refuses_bad_cluster_mount_options():
 def test_preflight_accepts_the_homelab_options_and_none():
     groups, hostvars = homelab()
     assert ic.inventory_problems(groups, hostvars, role_specs=role_specs(), schedule=False) == []
-    set_all(hostvars, "gpu_cluster_nfs_mount_options", [*sc.NFS_MOUNT_OPTIONS, "nconnect=4"])
+    each_host(hostvars, "gpu_cluster_nfs_mount_options", [*sc.NFS_MOUNT_OPTIONS, "nconnect=4"])
     for name, value in (("nfs_client_mounts", [{"src": "10.0.0.30:/export/datasets", "path": "/mnt/datasets"},
                                                {"src": "nas.lan:/models", "path": "/mnt/models"}]),
                         ("nfs_client_mount_options", ["nfsvers=4.2", "soft"])):
@@ -159,3 +160,9 @@ def test_preflight_refuses_bad_nfs_client_settings(name, value, words):
     for host in groups["k3s_cluster"]:
         hostvars[host][name] = [dict(item) if isinstance(item, dict) else item for item in value]
     one(ic.inventory_problems(groups, hostvars, role_specs=role_specs(), schedule=False), words)
+
+
+def each_host(hostvars, name, value):
+    """``name`` on every host, each its own copy (as Ansible hands each host its variables)."""
+    for variables in hostvars.values():
+        variables[name] = copy.deepcopy(value)

@@ -9,13 +9,14 @@ connection from an agent and a server there."""
 
 from __future__ import annotations
 
+import copy
 import re
 
 import pytest
 from ansible_collections.cps.gpu_cluster.plugins.plugin_utils import cluster_model
 from ansible_collections.cps.gpu_cluster.plugins.plugin_utils import inventory_checks as ic
 from ansible_collections.cps.gpu_cluster.plugins.plugin_utils import node_firewall as fw
-from test_inventory_checks import homelab, one, set_all
+from test_inventory_checks import homelab, one
 
 SETTINGS = {"node_network": "10.0.0.0/24", "cluster_cidr": "10.42.0.0/16", "service_cidr": "10.43.0.0/16"}
 
@@ -75,6 +76,7 @@ def test_clients_ssh_and_nodeports():
 def test_ssh_from_anywhere_by_default_and_pods_reach_the_node():
     text = rules()
     assert set_elements(text, "ssh4") == ["0.0.0.0/0"] and set_elements(text, "ssh6") == ["::/0"]
+    assert fw.ruleset({}, "x", ssh_clients=None, **SETTINGS) == fw.ruleset({}, "x", ssh_clients=list(fw.ANYWHERE), **SETTINGS)
     assert set_elements(text, "pods4") == ["10.42.0.0/16", "10.43.0.0/16"]
     assert "ip saddr @pods4 meta l4proto { tcp, udp } accept" in admitted(text)
 
@@ -106,7 +108,7 @@ def test_the_ruleset_names_the_node():
 ])
 def test_preflight_refuses_bad_firewall_settings(name, value, words):
     groups, hostvars = homelab()
-    set_all(hostvars, name, value)
+    each_host(hostvars, name, value)
     one(ic.inventory_problems(groups, hostvars, schedule=False), words)
 
 
@@ -118,3 +120,9 @@ def test_preflight_accepts_firewall_settings():
         for variables in hostvars.values():
             variables[name] = list(value) if isinstance(value, list) else value
     assert ic.inventory_problems(groups, hostvars, schedule=False) == []
+
+
+def each_host(hostvars, name, value):
+    """``name`` on every host, each its own copy (as Ansible hands each host its variables)."""
+    for variables in hostvars.values():
+        variables[name] = copy.deepcopy(value)
