@@ -55,8 +55,8 @@ def _install():
         key = hashlib.blake2b(importlib.util.MAGIC_NUMBER + bytes(source), digest_size=20).hexdigest()
         path = os.path.join(directory, key)
         try:
-            with open(path, "rb") as handle:
-                return marshal.load(handle)
+            with open(path, "rb") as handle:  # one read: marshal.load(handle) reads the file piece by piece
+                return marshal.loads(handle.read())
         except (OSError, EOFError, ValueError, TypeError):
             pass
         code = compile_source(pathname, source)

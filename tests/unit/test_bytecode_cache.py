@@ -63,3 +63,13 @@ def test_changed_sources_are_compiled_again(tmp_path):
         archive.writestr("ansible/module_utils/__init__.py", "")
         archive.writestr("ansible/module_utils/payload.py", "VALUE = 'a new release'\n")
     assert _run(path, cache) == "a new release"
+
+
+def test_a_damaged_entry_is_compiled_again(tmp_path):
+    """An entry cut short (a full disk, a killed writer before the rename) is unreadable: marshal refuses it
+    (EOFError or ValueError) and the source is compiled, as without a cache."""
+    cache = tmp_path / "cache"
+    _run(_payload(tmp_path), cache)
+    for entry in cache.iterdir():
+        entry.write_bytes(entry.read_bytes()[:7])
+    assert _run(_payload(tmp_path, "another.zip"), cache) == "compiled from the zip"
