@@ -116,3 +116,39 @@ def test_tool_problems_from_the_command_results():
     assert run_needs.tool_problems(results(broken))[0].startswith(
         "no terraform CLI on the control node (terraform exits 1: error while loading shared libraries: libc.so.6)")
     assert run_needs.tool_problems({"results": []}) == [] and run_needs.tool_problems({}) == []
+
+
+# The stand-ins a user's control node has in the tests (tests/fixtures/tools: each answers the version
+# question as the real CLI does, citing its source)
+TOOLS = REPO / "tests" / "fixtures" / "tools"
+
+
+def test_run_tools_asks_each_cli_as_the_command_loop_did(tmp_path):
+    """run_tools runs each argv without a shell and gives what a loop of ansible.builtin.command registered:
+    the answers of the stand-in CLIs are judged sound, a binary that is not there is rc 2 with no stderr
+    (ENOENT, as the command module reports it), one that cannot be executed names the OS error."""
+    helm = dict(HELM, argv=[str(TOOLS / "helm-cli" / "helm"), "version", "--short"])
+    terraform = dict(TF, argv=[str(TOOLS / "terraform-cli" / "terraform"), "version", "-json"])
+    answers = run_needs.run_tools([helm, terraform])
+    assert [r["item"] for r in answers["results"]] == [helm, terraform]
+    assert all(r["rc"] == 0 for r in answers["results"]), answers
+    assert re.fullmatch(r"v3\.\d+\.\d+\+g[0-9a-f]+", answers["results"][0]["stdout"])
+    assert json.loads(answers["results"][1]["stdout"])["terraform_version"]
+    assert run_needs.tool_problems(answers) == []
+    data = tmp_path / "terraform"
+    data.write_text("not a program\n")  # mode 0644: not executable
+    missing = dict(TF, argv=[str(tmp_path / "absent"), "version", "-json"])
+    answers = run_needs.run_tools([missing, dict(TF, argv=[str(data), "version", "-json"])])
+    assert [(r["rc"], r["stderr"]) for r in answers["results"]] == [(2, ""), (13, "")]
+    problems = run_needs.tool_problems(answers)
+    assert problems[0].startswith(f"no terraform CLI on the control node ({tmp_path / 'absent'} is not on PATH): ")
+    assert problems[1].startswith(f"no terraform CLI on the control node ({data} cannot be started: [Errno 13] Permission denied")
+    assert run_needs.run_tools([]) == {"results": []}
+
+
+def test_a_cli_that_gives_no_answer_is_a_problem_not_a_hung_preflight():
+    slow = dict(TF, argv=["sleep", "30"])
+    (answer,) = run_needs.run_tools([slow], timeout=1)["results"]
+    assert answer["rc"] == 124 and answer["stderr"] == "gave no answer within 1 seconds"
+    assert run_needs.tool_problems({"results": [answer]})[0].startswith(
+        "no terraform CLI on the control node (sleep exits 124: gave no answer within 1 seconds)")
