@@ -5,7 +5,8 @@ zip file and imports from it (ansible/_internal/_ansiballz/_wrapper.py). Python'
 bytecode, and before 3.13 it compiles each module twice (``get_filename`` compiles to find the file
 name, ``get_code`` again): py-spy over 40 ``stat`` tasks on localhost put about half of all samples in
 zipimport's ``_compile_source``. The payload's sources are the same on every run, so this caches the
-compiled code by the source's hash (and the interpreter's bytecode magic) and skips the compile.
+compiled code by the source's hash (and the interpreter's bytecode magic) and skips the compile; and
+the code zipimport finds for a module's file name is the code it executes (found once, not twice).
 
 Installed where the suite's modules run, never on a user's machine: the podman test image
 (scripts/build-test-image.sh: every molecule scenario and the lab) and the test venv (``make dev-deps``:
@@ -70,6 +71,23 @@ def _install():
         return code
 
     _zipimport._compile_source = cached
+
+    # Python < 3.13 finds each module's code twice: get_filename (called by spec_from_loader) and get_code
+    # (exec_module) both run _get_module_code, which reads and inflates the entry and unmarshals it again.
+    # The second call takes what the first found (the same archive, prefix and name; nothing is kept longer).
+    get_module_code = getattr(_zipimport, "_get_module_code", None)
+    if get_module_code is None:
+        return
+    found = {}
+
+    def once(importer, fullname):
+        key = (importer.archive, importer.prefix, fullname)
+        if key in found:
+            return found.pop(key)
+        result = found[key] = get_module_code(importer, fullname)
+        return result
+
+    _zipimport._get_module_code = once
 
 
 _install()

@@ -73,3 +73,21 @@ def test_a_damaged_entry_is_compiled_again(tmp_path):
     for entry in cache.iterdir():
         entry.write_bytes(entry.read_bytes()[:7])
     assert _run(_payload(tmp_path, "another.zip"), cache) == "compiled from the zip"
+
+
+COUNT = ("import sys, zipimport; sys.path.insert(0, %r); reads = []; get_data = zipimport._get_data; "
+         "zipimport._get_data = lambda archive, entry: reads.append(entry[0]) or get_data(archive, entry); "
+         "import ansiballz_bytecode_cache; sys.path.insert(0, sys.argv[1]); from ansible.module_utils import payload; "
+         "import importlib; payload = importlib.reload(payload); print(payload.VALUE, len(reads), len(set(reads)))")
+
+
+def test_each_entry_is_read_once_per_import(tmp_path):
+    """zipimport (before 3.13) reads and inflates an entry for get_filename and again for get_code: with the
+    hook, once per import of the three modules (ansible, ansible.module_utils, payload); a second import of
+    the same module (a reload) reads its entry again, as it must, once."""
+    if sys.version_info >= (3, 13):
+        return  # zipimport finds the code once by itself there (and the hook leaves it alone)
+    env = dict(os.environ, ANSIBALLZ_BYTECODE_CACHE=str(tmp_path / "cache"))
+    proc = subprocess.run([sys.executable, "-S", "-c", COUNT % str(HOOK), str(_payload(tmp_path))], env=env,
+                          capture_output=True, text=True, check=True)
+    assert proc.stdout.split() == ["compiled", "from", "the", "zip", "4", "3"]
