@@ -20,8 +20,13 @@ import pytest
 from ansible_collections.cps.gpu_cluster.plugins.module_utils.gpu_capacity import evaluate
 
 SIZES = (1000, 5000, 50000)
-REPEATS = {1000: 3, 5000: 2, 50000: 1}
+REPEATS = {1000: 3, 5000: 3, 50000: 1}
 MAX_RATIO_PER_10X = 20.0
+# The 5k step only decides whether the 50k run is worth its minutes: a quadratic evaluator grows 100x per 10x
+# (25x from 1k to 5k). Over that short step a linear one measured 21x per 10x in a fresh make test (3 jobs
+# on 2 cores: the 5k nodes' data leaves the caches the other jobs share), so the early stop is set between
+# the two and the limit above judges the whole 1k -> 50k range.
+EARLY_MAX_RATIO_PER_10X = 40.0
 GPU = "nvidia.com/gpu"
 
 
@@ -92,7 +97,7 @@ def test_growth_is_not_quadratic(capsys, name, case):
             print(line, end="")
         if size != SIZES[-1] and len(times) > 1:
             early = ratio_per_10x(SIZES[0], times[SIZES[0]], size, times[size])
-            assert early <= MAX_RATIO_PER_10X, (
+            assert early <= EARLY_MAX_RATIO_PER_10X, (
                 f"{name} grows like O(n^2): {SIZES[0]} -> {size} nodes took {times[SIZES[0]]:.3f} -> "
                 f"{times[size]:.3f} s, {early:.1f}x per 10x more nodes (linear is 10); {SIZES[-1]} not run")
     overall = ratio_per_10x(SIZES[0], times[SIZES[0]], SIZES[-1], times[SIZES[-1]])
