@@ -74,7 +74,8 @@ def _install():
 
     # Python < 3.13 finds each module's code twice: get_filename (called by spec_from_loader) and get_code
     # (exec_module) both run _get_module_code, which reads and inflates the entry and unmarshals it again.
-    # The second call takes what the first found (the same archive, prefix and name; nothing is kept longer).
+    # The second call takes what the first found (the same archive, prefix and name) and drops it; a lone call's
+    # entry waits for the next import of that name from that archive (a payload is a new file per module run).
     get_module_code = getattr(_zipimport, "_get_module_code", None)
     if get_module_code is None:
         return
