@@ -154,8 +154,8 @@ def run_tools(tools, timeout=TOOL_TIMEOUT):
         result = {"item": tool, "rc": 2, "stdout": "", "stderr": ""}
         if argv:
             try:
-                proc = subprocess.run(argv, stdin=subprocess.DEVNULL, capture_output=True, text=True, timeout=timeout,
-                           check=False)
+                proc = subprocess.run(argv, stdin=subprocess.DEVNULL, capture_output=True, text=True,
+                                      timeout=timeout, check=False)
             except subprocess.TimeoutExpired:
                 result.update(rc=124, stderr="gave no answer within %d seconds" % timeout)
             except OSError as exc:
