@@ -46,6 +46,14 @@ $(BIN)/.bytecode-cache: tests/container/ansiballz_bytecode_cache.py $(BIN)/.inst
 	  echo "import ansiballz_bytecode_cache" > "$$site/ansiballz_bytecode_cache.pth"
 	touch $@
 
+# jupyterhub's jupyter_events asks for jsonschema[format-nongpl], whose rfc3987-syntax builds some 40 Earley
+# parsers whenever jsonschema is imported (1.5 CPU-seconds). The kubernetes client imports kubernetes_validate
+# (and so jsonschema) on `import kubernetes`: every kubernetes.core module run of the tests paid it. Without
+# it jsonschema only leaves the "iri" formats unchecked (jsonschema/_format.py); no test uses them. Test venv only.
+$(BIN)/.no-rfc3987-syntax: $(BIN)/.installed
+	$(BIN)/pip uninstall -q -y rfc3987-syntax
+	touch $@
+
 venv: $(BIN)/.runtime ## create .venv with the control node's runtime requirements (requirements.txt)
 
 $(COLLECTION_LINK):
@@ -56,7 +64,7 @@ collection: $(COLLECTION_LINK) ## make cps.gpu_cluster resolvable from this chec
 
 deps: venv collection ## what the playbooks need on the control node (requirements.txt only)
 
-dev-deps: $(BIN)/.installed $(BIN)/.bytecode-cache collection ## deps plus the test and lint tools (requirements-dev.txt)
+dev-deps: $(BIN)/.installed $(BIN)/.bytecode-cache $(BIN)/.no-rfc3987-syntax collection ## deps plus the test and lint tools (requirements-dev.txt)
 
 # bookworm is Proxmox VE 8's Debian, trixie Proxmox VE 9's: the molecule scenarios run hosts of both.
 TEST_RELEASES ?= bookworm trixie
