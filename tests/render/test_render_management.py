@@ -15,10 +15,8 @@ from __future__ import annotations
 
 import copy
 import json
-import os
 import re
-import stat
-import subprocess
+import shutil
 from pathlib import Path
 
 import jsonschema
@@ -26,6 +24,7 @@ import kubernetes_validate
 import pytest
 import yaml
 from ansible_collections.cps.gpu_cluster.plugins.plugin_utils import management as m
+from conftest import start_render
 
 REPO = Path(__file__).resolve().parents[2]
 FIXTURES = REPO / "tests" / "fixtures" / "management"
@@ -33,23 +32,19 @@ HOMELAB = REPO / "inventories" / "homelab"
 PASSWORD = "SENTINEL-bootstrap-password-4711"
 TOKEN = "SENTINEL-git-token-0815"
 SECRETS = (f"vault_gpu_cluster_rancher_bootstrap_password={PASSWORD}", f"vault_gpu_cluster_fleet_git_password={TOKEN}")
-FAKE_HELM = """#!/bin/sh
-# Stand-in for the helm CLI (the real one runs in the charts tier): answers version and template.
-case "$1" in
-  version) echo "v3.19.0+gstandin" ;;
-  template) printf 'apiVersion: v1\\nkind: ConfigMap\\nmetadata:\\n  name: rendered-by-stand-in\\n' ;;
-  *) exit 0 ;;
-esac
-"""
+# the review render's helm: answers version and template (the real one renders the charts in test_render_charts.py)
+REVIEW_HELM = REPO / "tests" / "fixtures" / "tools" / "helm-template" / "helm"
+# The plain homelab is the render tier's shared one (conftest.py; the same arguments as test_render_gpu_pools.py),
+# rendered without its vault as render.yml allows; the review render gets the vaulted values, so that no
+# rendered file may hold them.
+PLAIN = (HOMELAB,)
+REVIEW = (HOMELAB, *SECRETS, "gpu_cluster_render_manifests=true", f"management_helm_binary={REVIEW_HELM}")
+RENDERS_USED = [PLAIN, REVIEW]  # started with the session (conftest.py)
 
 
 def render(out, *extra):
-    env = dict(os.environ, ANSIBLE_CONFIG=str(REPO / "ansible.cfg"), ANSIBLE_COLLECTIONS_PATH=str(REPO / "collections"),
-               ANSIBLE_INJECT_FACT_VARS="false", ANSIBLE_FORCE_COLOR="0", ANSIBLE_STDOUT_CALLBACK="default")
-    cmd = ["ansible-playbook", str(REPO / "playbooks" / "render.yml"), "-i", str(HOMELAB), "-e", f"render_dir={out}"]
-    for item in extra:
-        cmd += ["-e", item]
-    return subprocess.Popen(cmd, cwd=REPO, env=env, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
+    """Start render.yml of the homelab into ``out`` (conftest.py's start_render)."""
+    return start_render(out, HOMELAB, *extra)
 
 
 def finish(proc, what):
@@ -63,18 +58,14 @@ def snapshot(root):
 
 
 @pytest.fixture(scope="module")
-def renders(tmp_path_factory):
-    """{'plain': dir, 'first': snapshot of the first render, 'review': dir with the review output}."""
-    plain, review = tmp_path_factory.mktemp("plain"), tmp_path_factory.mktemp("review")
-    helm = tmp_path_factory.mktemp("bin") / "helm"
-    helm.write_text(FAKE_HELM)
-    helm.chmod(helm.stat().st_mode | stat.S_IEXEC)
-    jobs = {"plain": render(plain, *SECRETS),
-            "review": render(review, *SECRETS, "gpu_cluster_render_manifests=true", f"management_helm_binary={helm}")}
-    for name, proc in jobs.items():
-        finish(proc, name)
+def renders(renders_cache, tmp_path_factory):
+    """{'plain': dir, 'first': snapshot of the first render, 'review': dir with the review output}. The
+    second render of the plain homelab goes into the same directory, and must leave it as it was."""
+    shared, review = renders_cache.get(*PLAIN)[0], renders_cache.get(*REVIEW)[0]
+    plain = tmp_path_factory.mktemp("plain") / "render"
+    shutil.copytree(shared, plain, symlinks=True)  # the shared render stays as the other files read it
     first = snapshot(plain)
-    finish(render(plain, *SECRETS), "plain, second time")
+    finish(render(plain), "plain, second time")
     return {"plain": plain, "first": first, "review": review}
 
 
@@ -280,7 +271,7 @@ def test_no_secret_in_any_rendered_file(renders):
             assert PASSWORD not in text and TOKEN not in text, path
             if path.suffix == ".yaml" and "_helm" not in path.parts:
                 assert all(d.get("kind") != "Secret" for d in docs(path) if isinstance(d, dict)), path
-    rancher = bundles(renders["plain"] / "homelab")["rancher"]["helm"]["values"]
+    rancher = bundles(renders["review"] / "homelab")["rancher"]["helm"]["values"]  # the render with the vault
     assert "bootstrapPassword" not in rancher
 
 
