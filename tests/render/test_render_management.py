@@ -60,7 +60,8 @@ def snapshot(root):
 @pytest.fixture(scope="module")
 def renders(renders_cache, tmp_path_factory):
     """{'plain': dir, 'first': snapshot of the first render, 'review': dir with the review output}. The
-    second render of the plain homelab goes into the same directory, and must leave it as it was."""
+    second render of the plain homelab goes into a copy of the first one's directory, and must leave it as
+    it was (test_rendering_twice_gives_no_diff)."""
     shared, review = renders_cache.get(*PLAIN)[0], renders_cache.get(*REVIEW)[0]
     plain = tmp_path_factory.mktemp("plain") / "render"
     shutil.copytree(shared, plain, symlinks=True)  # the shared render stays as the other files read it
