@@ -71,7 +71,8 @@ TEST_RELEASES ?= bookworm trixie
 image: host-deps ## build (or reuse) the systemd Debian test images (bookworm and trixie)
 	for release in $(TEST_RELEASES); do bash scripts/build-test-image.sh $$release || exit 1; done
 
-test: dev-deps ## every tier, with a summary; fails if any tier fails (scripts/test-all.sh)
+# The venv and the test images first, side by side (neither needs the other; scripts/test-all.sh).
+test: host-deps ## every tier, with a summary; fails if any tier fails (scripts/test-all.sh)
 	@MAKE="$(MAKE)" bash scripts/test-all.sh
 
 test-fresh: ## the whole suite as on a new machine: no cached image, venv or ~/.cache
@@ -117,7 +118,7 @@ lab-destroy: ## tear the lab down
 	bash lab/lab.sh down
 
 clean: lab-destroy
-	rm -rf $(VENV) collections build .ansible .pytest_cache .tiers.log .molecule-lane.log
+	rm -rf $(VENV) collections build .ansible .pytest_cache .tiers.log .molecule-lane.log .image.log
 
 .PHONY: docs
 docs: venv ## regenerate the role READMEs' variables reference from meta/argument_specs.yml

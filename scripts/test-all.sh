@@ -7,11 +7,28 @@
 # scripts/molecule-all.sh, MOLECULE_CLAIMS), so neither lane waits long for the other. The molecule
 # lane runs two scenarios at a time (MOLECULE_WORKERS=2): k3s_restore and k3s_reset start together.
 #   TEST_LANES=1 make test   one lane: every tier one after another (output as it comes)
+# First the venv (make dev-deps) and, beside it, the test images (make image): a fresh machine spends
+# a minute or two on each, pip and debootstrap on one core each, and neither needs the other.
+# make test ran host-deps before (the two would otherwise both run apt-get).
 set -u
 cd "$(dirname "$0")/.."
 make=${MAKE:-make}
 tiers=scripts/tier.sh
-rm -f .tiers.log .molecule-lane.log
+rm -f .tiers.log .molecule-lane.log .image.log
+
+image_build=""
+if [ "${TEST_LANES:-2}" != 1 ]; then
+  set -m  # in its own process group, so an interrupt stops debootstrap too
+  "$make" --no-print-directory image >.image.log 2>&1 &
+  image_build=$!
+  set +m
+  trap 'kill -- "-$image_build" 2>/dev/null; exit 130' INT TERM
+fi
+if ! "$make" --no-print-directory dev-deps; then
+  [ -z "$image_build" ] || wait "$image_build"
+  echo "make dev-deps failed: no tier ran" >&2
+  exit 1
+fi
 
 lane_tiers() {
   for tier in ruff yamllint ansible-lint sanity unit integration render; do
@@ -26,16 +43,20 @@ else
   MOLECULE_CLAIMS=$(mktemp -d "${TMPDIR:-/tmp}/gpu-cluster-molecule-claims.XXXXXX")
   export MOLECULE_CLAIMS
   set -m  # the molecule lane in its own process group, so an interrupt stops all of it
+  # its make image waits for the build started above (build-test-image.sh's lock), then finds the images
   MOLECULE_WORKERS=${MOLECULE_WORKERS:-2} bash "$tiers" molecule "$make" --no-print-directory molecule >.molecule-lane.log 2>&1 &
   molecule_lane=$!
   set +m
-  trap 'kill -- "-$molecule_lane" 2>/dev/null; rm -rf "$MOLECULE_CLAIMS"; exit 130' INT TERM
+  trap 'kill -- "-$molecule_lane" "-$image_build" 2>/dev/null; rm -rf "$MOLECULE_CLAIMS"; exit 130' INT TERM
   echo "=== the molecule tier runs beside the others; its output follows when both lanes are done"
   lane_tiers
   echo "=== the other tiers are done: this lane takes the molecule scenarios not started yet"
   bash "$tiers" molecule-2 "$make" --no-print-directory molecule
   wait "$molecule_lane"
   rm -rf "$MOLECULE_CLAIMS"
+  wait "$image_build"
+  echo "=== the test images, built beside the venv (make image; .image.log): rc=$?"
+  cat .image.log
   echo "=== output of the molecule tier (.molecule-lane.log)"
   cat .molecule-lane.log
 fi

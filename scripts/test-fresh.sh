@@ -16,6 +16,6 @@ if command -v podman >/dev/null 2>&1; then
   done
 fi
 rm -rf "${XDG_CACHE_HOME:-$HOME/.cache}/cps-gpu-cluster" "${XDG_CACHE_HOME:-$HOME/.cache}/pip" \
-  "$HOME/.ansible/test" .venv collections build .tiers.log .molecule-lane.log
+  "$HOME/.ansible/test" .venv collections build .tiers.log .molecule-lane.log .image.log
 echo "test-fresh: removed the cached image, the venv and the caches; running make test"
 exec make test

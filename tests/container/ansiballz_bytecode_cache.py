@@ -14,6 +14,13 @@ the integration and render tiers' localhost modules), each through a ``.pth`` fi
 module at interpreter start. It changes no result: the code objects are the ones ``compile`` returns
 (only their file name is the first run's temporary path, which shows in a module's traceback).
 
+On the controller (the test venv only) the same cache serves Ansible's collection loader, which compiles
+a collection's Python from source in every process that imports it (ansible/utils/collection_loader/
+_collection_finder.py, get_code: no bytecode is kept): each ansible-playbook run, and each forked worker
+that calls one of this collection's filters, compiled the plugin_utils it imports (some 800 KB of source).
+That module's ``compile`` is replaced by one that reads the cache (keyed by the interpreter, the file name,
+the flags and the source); preflight alone runs some 0.2 CPU-seconds faster.
+
 Safe to share: the cache is a directory only the current user may write (created 0700; one owned by
 another user or writable by others is not used), written atomically; anything unreadable is compiled."""
 
@@ -22,6 +29,8 @@ import os
 import stat
 import sys
 import zipimport as _zipimport
+
+COLLECTION_FINDER = "ansible.utils.collection_loader._collection_finder"
 
 
 def _cache_dir():
@@ -42,6 +51,74 @@ def _private(path):
     return stat.S_ISDIR(info.st_mode) and info.st_uid == os.geteuid() and not info.st_mode & 0o022
 
 
+def _read(path):
+    try:
+        with open(path, "rb") as handle:  # one read: marshal.load(handle) reads the file piece by piece
+            return marshal.loads(handle.read())
+    except (OSError, EOFError, ValueError, TypeError):
+        return None
+
+
+def _write(path, code):
+    try:
+        partial = f"{path}.{os.getpid()}.tmp"
+        with open(partial, "wb") as handle:
+            marshal.dump(code, handle)
+        os.replace(partial, path)
+    except OSError:
+        pass
+
+
+def collection_compile(source, filename, mode, flags=0, dont_inherit=False, optimize=-1):  # noqa: PLR0917 - compile's own signature
+    """``compile`` for Ansible's collection loader: the cached code of this source, else compiled and cached."""
+    import hashlib  # noqa: PLC0415 -- at the first compile, not at every interpreter start
+    import importlib.util  # noqa: PLC0415
+    directory = _cache_dir()
+    if not _private(directory):
+        return compile(source, filename, mode, flags=flags, dont_inherit=dont_inherit, optimize=optimize)
+    data = source if isinstance(source, bytes) else str(source).encode("utf-8", "surrogatepass")
+    head = b"collection\0%s\0%s\0%d\0%d\0%d\0%d\0" % (importlib.util.MAGIC_NUMBER, os.fsencode(str(filename)),
+                                                          flags, bool(dont_inherit), optimize, sys.flags.optimize)
+    key = hashlib.blake2b(head + data, digest_size=20).hexdigest()
+    path = os.path.join(directory, key)
+    code = _read(path)
+    if code is None:
+        code = compile(source, filename, mode, flags=flags, dont_inherit=dont_inherit, optimize=optimize)
+        _write(path, code)
+    return code
+
+
+class _CollectionFinderWatch:
+    """A meta path entry that finds nothing itself: when Ansible's collection finder module is imported, it
+    loads it as the next finders would and gives it collection_compile as its ``compile``; then it leaves."""
+
+    def find_spec(self, fullname, path=None, target=None):
+        if fullname != COLLECTION_FINDER:
+            return None
+        import importlib.util  # noqa: PLC0415
+        if self in sys.meta_path:
+            sys.meta_path.remove(self)
+        spec = importlib.util.find_spec(fullname)
+        loader = getattr(spec, "loader", None)
+        exec_module = getattr(loader, "exec_module", None)
+        if exec_module is None:
+            return spec
+
+        def exec_and_patch(module):
+            exec_module(module)
+            module.compile = collection_compile  # the module's global, found before the builtin
+
+        loader.exec_module = exec_and_patch
+        return spec
+
+
+def _install_collection_loader_cache():
+    if sys.prefix == sys.base_prefix and not os.environ.get("ANSIBALLZ_BYTECODE_CACHE"):
+        return  # the controller's cache is the test venv's (the test image has no Ansible controller)
+    if COLLECTION_FINDER not in sys.modules:
+        sys.meta_path.insert(0, _CollectionFinderWatch())
+
+
 def _install():
     compile_source = getattr(_zipimport, "_compile_source", None)
     if compile_source is None:  # another Python's zipimport: nothing to do
@@ -55,19 +132,10 @@ def _install():
             return compile_source(pathname, source)
         key = hashlib.blake2b(importlib.util.MAGIC_NUMBER + bytes(source), digest_size=20).hexdigest()
         path = os.path.join(directory, key)
-        try:
-            with open(path, "rb") as handle:  # one read: marshal.load(handle) reads the file piece by piece
-                return marshal.loads(handle.read())
-        except (OSError, EOFError, ValueError, TypeError):
-            pass
-        code = compile_source(pathname, source)
-        try:
-            partial = f"{path}.{os.getpid()}.tmp"
-            with open(partial, "wb") as handle:
-                marshal.dump(code, handle)
-            os.replace(partial, path)
-        except OSError:
-            pass
+        code = _read(path)
+        if code is None:
+            code = compile_source(pathname, source)
+            _write(path, code)
         return code
 
     _zipimport._compile_source = cached
@@ -92,3 +160,4 @@ def _install():
 
 
 _install()
+_install_collection_loader_cache()

@@ -6,6 +6,7 @@ import marshal
 import os
 import subprocess
 import sys
+import sysconfig
 import zipfile
 from pathlib import Path
 
@@ -91,3 +92,48 @@ def test_each_entry_is_read_once_per_import(tmp_path):
     proc = subprocess.run([sys.executable, "-S", "-c", COUNT % str(HOOK), str(_payload(tmp_path))], env=env,
                           capture_output=True, text=True, check=True)
     assert proc.stdout.split() == ["compiled", "from", "the", "zip", "4", "3"]
+
+
+# The controller's side: Ansible's collection loader compiles a collection's Python from source in every process
+# (ansible/utils/collection_loader/_collection_finder.py, get_code); the hook gives that module a cached compile.
+COLLECTION = ("import sys; sys.path.insert(0, %r); import ansiballz_bytecode_cache; "
+              "sys.path.append(%r); "  # this venv's Ansible, without its .pth files (-S)
+              "from ansible.utils.collection_loader._collection_finder import _AnsibleCollectionFinder; "
+              "_AnsibleCollectionFinder(paths=[sys.argv[1]])._install(); "
+              "from ansible_collections.lab.demo.plugins.plugin_utils import value; print(value.VALUE)")
+
+
+def _collection(tmp_path, text="VALUE = 'compiled from the collection'\n"):
+    root = tmp_path / "collections"
+    utils = root / "ansible_collections" / "lab" / "demo" / "plugins" / "plugin_utils"
+    utils.mkdir(parents=True, exist_ok=True)
+    (utils / "value.py").write_text(text)
+    return root
+
+
+def _run_collection(root, cache):
+    """VALUE of the collection's module, imported through Ansible's collection loader by a fresh interpreter."""
+    env = dict(os.environ, ANSIBALLZ_BYTECODE_CACHE=str(cache))
+    code = COLLECTION % (str(HOOK), sysconfig.get_paths()["purelib"])
+    proc = subprocess.run([sys.executable, "-S", "-c", code, str(root)], env=env, capture_output=True, text=True, check=True)
+    return proc.stdout.strip()
+
+
+def test_the_collection_loader_reads_its_compiled_code_from_the_cache(tmp_path):
+    cache = tmp_path / "cache"
+    root = _collection(tmp_path)
+    assert _run_collection(root, cache) == "compiled from the collection"
+    assert len(list(cache.iterdir())) >= 1  # the module (and the package __init__ files the loader synthesises, if any)
+    _plant(cache, "from the cache")
+    assert _run_collection(root, cache) == "from the cache"
+
+
+def test_the_collection_loader_compiles_changed_sources_and_ignores_a_cache_others_may_write(tmp_path):
+    cache = tmp_path / "cache"
+    root = _collection(tmp_path)
+    _run_collection(root, cache)
+    _collection(tmp_path, "VALUE = 'edited'\n")
+    assert _run_collection(root, cache) == "edited"
+    _plant(cache, "planted by someone else")
+    cache.chmod(0o777)
+    assert _run_collection(root, cache) == "edited"
