@@ -516,8 +516,9 @@ def identity_plan(recorded, on_servers, record_file=""):
 def probes_from_results(registered):
     """{server: {reachable, etcd, token, api}} from the probe loops' registered results.
 
-    registered: {'etcd': results, 'token': results, 'api': results}, each a loop over the
-    servers (item = server) of stat (etcd directory, server token) and uri (/ping on 6443).
+    registered: {'probe': results}, a loop over the servers (item = server) of k3s_server_probe
+    (exists: etcd directory and server token; api_status of /ping on 6443), or the older form
+    {'etcd': results, 'token': results, 'api': results} of stat and uri loops.
     """
     probes = {}
     for kind, results in (registered or {}).items():
@@ -527,7 +528,11 @@ def probes_from_results(registered):
             if result.get("unreachable"):
                 entry["reachable"] = False
                 continue
-            if kind == "api":
+            if kind == "probe":
+                found = result.get("exists") or {}
+                entry["etcd"], entry["token"] = bool(found.get("etcd")), bool(found.get("token"))
+                entry["api"] = int(result.get("api_status", -1) or -1) > 0
+            elif kind == "api":
                 entry["api"] = int(result.get("status", -1) or -1) > 0
             else:
                 stat = result.get("stat") or {}
@@ -538,8 +543,9 @@ def probes_from_results(registered):
 def restore_probes_from_results(registered):
     """{server: {reachable, snapshot, restored, joined}} from the restore probe loops.
 
-    registered: {'snapshot': stat results (the named file in the snapshot directory),
-    'restored': and 'joined': slurp results of the restore markers}, each a loop over the servers.
+    registered: {'probe': results}, a loop over the servers of k3s_server_probe (exists: snapshot, the
+    named file in the snapshot directory; content: restored and joined, the restore markers), or the older
+    form {'snapshot': stat results, 'restored': and 'joined': slurp results}, each a loop over the servers.
     """
     probes = {}
     for kind, results in (registered or {}).items():
@@ -548,6 +554,11 @@ def restore_probes_from_results(registered):
             entry = probes.setdefault(host, {"reachable": True, "snapshot": False, "restored": "", "joined": ""})
             if result.get("unreachable"):
                 entry["reachable"] = False
+            elif kind == "probe":
+                content = result.get("content") or {}
+                entry["snapshot"] = bool((result.get("exists") or {}).get("snapshot"))
+                entry["restored"] = str(content.get("restored") or "").strip()
+                entry["joined"] = str(content.get("joined") or "").strip()
             elif kind == "snapshot":
                 entry["snapshot"] = bool((result.get("stat") or {}).get("exists"))
             elif result.get("content"):

@@ -519,6 +519,48 @@ def test_restore_probes_from_the_registered_loops():
     assert k3s.restore_probes_from_results({}) == {} and k3s.restore_probes_from_results({"joined": None}) == {}
 
 
+def test_probes_from_the_server_probe_loop():
+    """bootstrap's probe as k3s_node's probe.yml registers it: one k3s_server_probe run per server (exists:
+    etcd, token; api_status of /ping), an unreachable server, and the same answers as the older loops give."""
+    registered = {"probe": [
+        {"item": "cp1", "exists": {"etcd": True, "token": True}, "content": {}, "api_status": 401},
+        {"item": "cp2", "exists": {"etcd": False, "token": False}, "content": {}, "api_status": -1},
+        {"item": "cp3", "unreachable": True, "msg": "could not be reached"},
+    ]}
+    assert k3s.probes_from_results(registered) == {
+        "cp1": {"reachable": True, "etcd": True, "token": True, "api": True},
+        "cp2": {"reachable": True, "etcd": False, "token": False, "api": False},
+        "cp3": {"reachable": False, "etcd": False, "token": False, "api": False},
+    }
+    older = {"etcd": [{"item": "cp1", "stat": {"exists": True}}, {"item": "cp2", "stat": {"exists": False}},
+                      {"item": "cp3", "unreachable": True}],
+             "token": [{"item": "cp1", "stat": {"exists": True}}, {"item": "cp2", "stat": {"exists": False}}],
+             "api": [{"item": "cp1", "status": 401}, {"item": "cp2", "status": -1}]}
+    assert k3s.probes_from_results(registered) == k3s.probes_from_results(older)
+    # a server skipped by the loop's condition (not the batch's first host) says nothing
+    assert k3s.probes_from_results({"probe": [{"item": "cp1", "skipped": True}]})["cp1"]["api"] is False
+
+
+def test_restore_probes_from_the_server_probe_loop():
+    """The restore's probe as etcd_snapshot.yml registers it: k3s_server_probe per server (exists: snapshot;
+    content: the restore markers as text, '' when absent), the same answers as the older stat and slurp loops."""
+    registered = {"probe": [
+        {"item": "cp1", "exists": {"snapshot": True}, "content": {"restored": "snap-1\n", "joined": "", "token": "t"}},
+        {"item": "cp2", "exists": {"snapshot": False}, "content": {"restored": "", "joined": "snap-1\n", "token": ""}},
+        {"item": "cp3", "unreachable": True},
+    ]}
+    assert k3s.restore_probes_from_results(registered) == {
+        "cp1": {"reachable": True, "snapshot": True, "restored": "snap-1", "joined": ""},
+        "cp2": {"reachable": True, "snapshot": False, "restored": "", "joined": "snap-1"},
+        "cp3": {"reachable": False, "snapshot": False, "restored": "", "joined": ""},
+    }
+    older = {"snapshot": [{"item": "cp1", "stat": {"exists": True}}, {"item": "cp2", "stat": {"exists": False}},
+                          {"item": "cp3", "unreachable": True}],
+             "restored": [{"item": "cp1", "content": "c25hcC0xCg=="}, {"item": "cp2", "failed": True}],
+             "joined": [{"item": "cp1", "failed": True}, {"item": "cp2", "content": "c25hcC0xCg=="}]}
+    assert k3s.restore_probes_from_results(registered) == k3s.restore_probes_from_results(older)
+
+
 def test_a_newer_version_outside_upgrade_yml_is_refused_pointing_to_it():
     """Issue 42: raising the pin and running k3s.yml or site.yml replaced the binary on every node at
     once, with no snapshot and no drain; only upgrade.yml may (k3s docs upgrades/manual.md: one node
