@@ -13,8 +13,8 @@ DEPLOYMENT = {"apiVersion": "apps/v1", "kind": "Deployment", "metadata": {"name"
 
 def test_the_schema_files_are_read_once_and_validation_is_unchanged():
     assert hasattr(utils.schema_contents, "cache_info"), "tests/conftest.py did not cache the schema files"
-    for _ in range(2):
-        kubernetes_validate.validate(DEPLOYMENT, "1.33", strict=True)
+    for call in ("first", "second"):
+        assert kubernetes_validate.validate(DEPLOYMENT, "1.33", strict=True) == "1.33", call
         wrong = {**DEPLOYMENT, "spec": {**DEPLOYMENT["spec"], "replicas": "two"}}
         with pytest.raises(kubernetes_validate.ValidationError):
             kubernetes_validate.validate(wrong, "1.33", strict=True)
