@@ -7,9 +7,10 @@
 # scripts/molecule-all.sh, MOLECULE_CLAIMS), so neither lane waits long for the other. The molecule
 # lane runs two scenarios at a time (MOLECULE_WORKERS=2): k3s_restore and k3s_reset start together.
 #   TEST_LANES=1 make test   one lane: every tier one after another (output as it comes)
-# First the venv (make dev-deps) and, beside it, the test images (make image): a fresh machine spends
-# a minute or two on each, pip and debootstrap on one core each, and neither needs the other.
-# make test ran host-deps before (the two would otherwise both run apt-get).
+# First the venv (make dev-deps) and, beside it, the test images (make image, one build per release side
+# by side): a fresh machine spends a minute or two on them, pip and each debootstrap mostly on one core
+# or the network, and none needs another. make test ran host-deps before (they would otherwise run
+# apt-get together).
 set -u
 cd "$(dirname "$0")/.."
 make=${MAKE:-make}
@@ -19,7 +20,10 @@ rm -f .tiers.log .molecule-lane.log .image.log
 image_build=""
 if [ "${TEST_LANES:-2}" != 1 ]; then
   set -m  # in its own process group, so an interrupt stops debootstrap too
-  "$make" --no-print-directory image >.image.log 2>&1 &
+  # shellcheck disable=SC2016 # expanded by the inner bash
+  bash -c 'rc=0; pids=(); for release in $1; do "$0" --no-print-directory image TEST_RELEASES="$release" & pids+=($!); done
+           for pid in "${pids[@]}"; do wait "$pid" || rc=1; done; exit "$rc"' \
+    "$make" "${TEST_RELEASES:-bookworm trixie}" >.image.log 2>&1 &
   image_build=$!
   set +m
   trap 'kill -- "-$image_build" 2>/dev/null; exit 130' INT TERM
