@@ -26,20 +26,16 @@ host-deps: ## install the Debian packages the tests and the lab need (podman, de
 
 # .venv/bin/.runtime: the control node's runtime (requirements.txt); .venv/bin/.installed: that
 # plus the test and lint tools (requirements-dev.txt, which includes requirements.txt).
-# --no-compile: pip byte-compiles every file it installs, some 23,000 here (the ansible package's
-# collections alone are 15,000) of which a run imports a few hundred; Python compiles those at their
-# first import and keeps the bytecode in the venv. requirements-dev.txt into a new venv: 94 -> 32
-# CPU-seconds (and 95 -> 34 s).
 $(BIN)/.runtime: requirements.txt
 	@if [ -e $(BIN)/.installed ] && [ $(BIN)/.installed -nt requirements.txt ]; then touch $@; else \
 	  $(PYTHON) -m venv $(VENV) && $(BIN)/pip install -q --upgrade pip && \
-	  $(BIN)/pip install -q --no-compile -r requirements.txt && touch $@; fi
+	  $(BIN)/pip install -q -r requirements.txt && touch $@; fi
 
 $(BIN)/.installed: requirements.txt requirements-dev.txt
 	PYTHON=$(PYTHON) bash scripts/install-host-deps.sh
 	$(PYTHON) -m venv $(VENV)
 	$(BIN)/pip install -q --upgrade pip
-	$(BIN)/pip install -q --no-compile -r requirements-dev.txt
+	$(BIN)/pip install -q -r requirements-dev.txt
 	touch $@ $(BIN)/.runtime
 
 # The test venv's localhost module runs skip zipimport's compile of their payload
