@@ -7,7 +7,6 @@ the version gate, the token rules and the bootstrap decision (cluster-init or jo
 from __future__ import (absolute_import, division, print_function)
 __metaclass__ = type
 
-import base64
 import json
 import re
 import secrets
@@ -514,53 +513,33 @@ def identity_plan(recorded, on_servers, record_file=""):
 
 
 def probes_from_results(registered):
-    """{server: {reachable, etcd, token, api}} from the probe loops' registered results.
-
-    registered: {'probe': results}, a loop over the servers (item = server) of k3s_server_probe
-    (exists: etcd directory and server token; api_status of /ping on 6443), or the older form
-    {'etcd': results, 'token': results, 'api': results} of stat and uri loops.
-    """
+    """{server: {reachable, etcd, token, api}} from k3s_node's probe: registered is {'probe': results},
+    a loop over the servers (item = server) of k3s_server_probe (exists: etcd directory and server token;
+    api_status of /ping on 6443, -1 when nothing answered)."""
     probes = {}
-    for kind, results in (registered or {}).items():
-        for result in results or []:
-            host = result.get("item")
-            entry = probes.setdefault(host, {"reachable": True, "etcd": False, "token": False, "api": False})
-            if result.get("unreachable"):
-                entry["reachable"] = False
-                continue
-            if kind == "probe":
-                found = result.get("exists") or {}
-                entry["etcd"], entry["token"] = bool(found.get("etcd")), bool(found.get("token"))
-                entry["api"] = int(result.get("api_status", -1) or -1) > 0
-            elif kind == "api":
-                entry["api"] = int(result.get("status", -1) or -1) > 0
-            else:
-                stat = result.get("stat") or {}
-                entry[kind] = bool(stat.get("exists"))
+    for result in (registered or {}).get("probe") or []:
+        entry = probes.setdefault(result.get("item"), {"reachable": True, "etcd": False, "token": False, "api": False})
+        if result.get("unreachable"):
+            entry["reachable"] = False
+            continue
+        found = result.get("exists") or {}
+        entry["etcd"], entry["token"] = bool(found.get("etcd")), bool(found.get("token"))
+        entry["api"] = int(result.get("api_status", -1) or -1) > 0
     return probes
 
 
 def restore_probes_from_results(registered):
-    """{server: {reachable, snapshot, restored, joined}} from the restore probe loops.
-
-    registered: {'probe': results}, a loop over the servers of k3s_server_probe (exists: snapshot, the
-    named file in the snapshot directory; content: restored and joined, the restore markers), or the older
-    form {'snapshot': stat results, 'restored': and 'joined': slurp results}, each a loop over the servers.
-    """
+    """{server: {reachable, snapshot, restored, joined}} from the restore's probe: registered is {'probe':
+    results}, a loop over the servers of k3s_server_probe (exists: snapshot, the named file in the snapshot
+    directory; content: restored and joined, the text of the restore markers, '' when absent)."""
     probes = {}
-    for kind, results in (registered or {}).items():
-        for result in results or []:
-            host = result.get("item")
-            entry = probes.setdefault(host, {"reachable": True, "snapshot": False, "restored": "", "joined": ""})
-            if result.get("unreachable"):
-                entry["reachable"] = False
-            elif kind == "probe":
-                content = result.get("content") or {}
-                entry["snapshot"] = bool((result.get("exists") or {}).get("snapshot"))
-                entry["restored"] = str(content.get("restored") or "").strip()
-                entry["joined"] = str(content.get("joined") or "").strip()
-            elif kind == "snapshot":
-                entry["snapshot"] = bool((result.get("stat") or {}).get("exists"))
-            elif result.get("content"):
-                entry[kind] = base64.b64decode(result["content"]).decode("utf-8", "replace").strip()
+    for result in (registered or {}).get("probe") or []:
+        entry = probes.setdefault(result.get("item"), {"reachable": True, "snapshot": False, "restored": "", "joined": ""})
+        if result.get("unreachable"):
+            entry["reachable"] = False
+            continue
+        content = result.get("content") or {}
+        entry["snapshot"] = bool((result.get("exists") or {}).get("snapshot"))
+        entry["restored"] = str(content.get("restored") or "").strip()
+        entry["joined"] = str(content.get("joined") or "").strip()
     return probes

@@ -1,7 +1,6 @@
-"""day2('etcd_restore_plan'): the restore probe loops' registered results (stat, slurp; unreachable items
-as ignore_unreachable leaves them) turned into k3s.restore_plan's decision."""
-
-import base64
+"""day2('etcd_restore_plan'): the restore probe's registered loop (k3s_server_probe per server, as
+playbooks/etcd_snapshot.yml registers it; an unreachable item as ignore_unreachable leaves it) turned into
+k3s.restore_plan's decision."""
 
 from ansible_collections.cps.gpu_cluster.plugins.filter.day2 import FilterModule
 
@@ -15,19 +14,15 @@ def PLAN(registered, *args):
 SERVERS = ["cp1", "cp2", "cp3"]
 
 
-def slurp(host, text=None):
-    if text is None:  # no marker: slurp failed (failed_when: false)
-        return {"item": host, "failed": True, "msg": "file not found"}
-    return {"item": host, "content": base64.b64encode(text.encode()).decode()}
+def probe(host, snapshot, done, joined):
+    """k3s_server_probe's result: a marker the server lacks reads as ''."""
+    return {"item": host, "changed": False, "exists": {"snapshot": snapshot},
+            "content": {"restored": done or "", "joined": joined or "", "token": ""}}
 
 
 def registered(snapshot_on=(), done=None, joined=None):
     down = {"item": "cp1", "unreachable": True, "msg": "container k3s_reset-cp1 is not running"}
-    return {
-        "snapshot": [down] + [{"item": h, "stat": {"exists": h in snapshot_on}} for h in SERVERS[1:]],
-        "restored": [down] + [slurp(h, (done or {}).get(h)) for h in SERVERS[1:]],
-        "joined": [down] + [slurp(h, (joined or {}).get(h)) for h in SERVERS[1:]],
-    }
+    return {"probe": [down] + [probe(h, h in snapshot_on, (done or {}).get(h), (joined or {}).get(h)) for h in SERVERS[1:]]}
 
 
 def test_first_server_unreachable_snapshot_on_cp3():

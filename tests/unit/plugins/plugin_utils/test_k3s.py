@@ -487,41 +487,9 @@ def test_identity_servers_of_two_clusters_and_damaged_files_are_refused():
     assert "the record" in k3s.identity_plan("x", {"cp1": A})["problem"]
 
 
-def test_probes_from_the_registered_loops():
-    """bootstrap's probe loops (stat of the etcd directory and the token, uri /ping) per server."""
-    registered = {
-        "etcd": [{"item": "cp1", "stat": {"exists": True}}, {"item": "cp2", "stat": {"exists": False}},
-                 {"item": "cp3", "unreachable": True, "stat": {"exists": True}}],
-        "token": [{"item": "cp1", "stat": {"exists": True}}, {"item": "cp2"}],
-        "api": [{"item": "cp1", "status": 200}, {"item": "cp2", "status": -1}, {"item": "cp3", "status": 0}],
-    }
-    assert k3s.probes_from_results(registered) == {
-        "cp1": {"reachable": True, "etcd": True, "token": True, "api": True},
-        "cp2": {"reachable": True, "etcd": False, "token": False, "api": False},
-        "cp3": {"reachable": False, "etcd": False, "token": False, "api": False},
-    }
-    assert k3s.probes_from_results(None) == {} and k3s.probes_from_results({"etcd": None}) == {}
-
-
-def test_restore_probes_from_the_registered_loops():
-    """The restore probe loops: the snapshot file's stat, the two markers' slurp (base64)."""
-    registered = {
-        "snapshot": [{"item": "cp1", "stat": {"exists": True}}, {"item": "cp2", "stat": None},
-                     {"item": "cp3", "unreachable": True, "stat": {"exists": True}}],
-        "restored": [{"item": "cp1", "content": "c25hcC0xCg=="}, {"item": "cp2", "failed": True, "content": ""}],
-        "joined": [{"item": "cp2", "content": "/w=="}],
-    }
-    assert k3s.restore_probes_from_results(registered) == {
-        "cp1": {"reachable": True, "snapshot": True, "restored": "snap-1", "joined": ""},
-        "cp2": {"reachable": True, "snapshot": False, "restored": "", "joined": "\ufffd"},
-        "cp3": {"reachable": False, "snapshot": False, "restored": "", "joined": ""},
-    }
-    assert k3s.restore_probes_from_results({}) == {} and k3s.restore_probes_from_results({"joined": None}) == {}
-
-
 def test_probes_from_the_server_probe_loop():
     """bootstrap's probe as k3s_node's probe.yml registers it: one k3s_server_probe run per server (exists:
-    etcd, token; api_status of /ping), an unreachable server, and the same answers as the older loops give."""
+    etcd, token; api_status of /ping: 401 is an API that answers, -1 none), an unreachable server."""
     registered = {"probe": [
         {"item": "cp1", "exists": {"etcd": True, "token": True}, "content": {}, "api_status": 401},
         {"item": "cp2", "exists": {"etcd": False, "token": False}, "content": {}, "api_status": -1},
@@ -532,18 +500,14 @@ def test_probes_from_the_server_probe_loop():
         "cp2": {"reachable": True, "etcd": False, "token": False, "api": False},
         "cp3": {"reachable": False, "etcd": False, "token": False, "api": False},
     }
-    older = {"etcd": [{"item": "cp1", "stat": {"exists": True}}, {"item": "cp2", "stat": {"exists": False}},
-                      {"item": "cp3", "unreachable": True}],
-             "token": [{"item": "cp1", "stat": {"exists": True}}, {"item": "cp2", "stat": {"exists": False}}],
-             "api": [{"item": "cp1", "status": 401}, {"item": "cp2", "status": -1}]}
-    assert k3s.probes_from_results(registered) == k3s.probes_from_results(older)
-    # a server skipped by the loop's condition (not the batch's first host) says nothing
+    # a server skipped by the loop's condition (not the batch's first host) says nothing; nothing registered
     assert k3s.probes_from_results({"probe": [{"item": "cp1", "skipped": True}]})["cp1"]["api"] is False
+    assert k3s.probes_from_results(None) == {} and k3s.probes_from_results({"probe": None}) == {}
 
 
 def test_restore_probes_from_the_server_probe_loop():
     """The restore's probe as etcd_snapshot.yml registers it: k3s_server_probe per server (exists: snapshot;
-    content: the restore markers as text, '' when absent), the same answers as the older stat and slurp loops."""
+    content: the restore markers as text, '' when absent), an unreachable server."""
     registered = {"probe": [
         {"item": "cp1", "exists": {"snapshot": True}, "content": {"restored": "snap-1\n", "joined": "", "token": "t"}},
         {"item": "cp2", "exists": {"snapshot": False}, "content": {"restored": "", "joined": "snap-1\n", "token": ""}},
@@ -554,11 +518,6 @@ def test_restore_probes_from_the_server_probe_loop():
         "cp2": {"reachable": True, "snapshot": False, "restored": "", "joined": "snap-1"},
         "cp3": {"reachable": False, "snapshot": False, "restored": "", "joined": ""},
     }
-    older = {"snapshot": [{"item": "cp1", "stat": {"exists": True}}, {"item": "cp2", "stat": {"exists": False}},
-                          {"item": "cp3", "unreachable": True}],
-             "restored": [{"item": "cp1", "content": "c25hcC0xCg=="}, {"item": "cp2", "failed": True}],
-             "joined": [{"item": "cp1", "failed": True}, {"item": "cp2", "content": "c25hcC0xCg=="}]}
-    assert k3s.restore_probes_from_results(registered) == k3s.restore_probes_from_results(older)
 
 
 def test_a_newer_version_outside_upgrade_yml_is_refused_pointing_to_it():
