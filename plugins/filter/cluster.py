@@ -29,9 +29,9 @@ def cluster_model(groups, hostvars):
 
 
 def schedule(groups, hostvars):
-    """The scheduling proof of an inventory: ``{rows, problems, table}``."""
-    plain_groups, plain_hostvars = _plain(groups, hostvars, "schedule")
-    return _workloads.proof(plain_groups, plain_hostvars)
+    """The scheduling proof of an inventory: ``{rows, problems, table}`` (the inventory read once, its
+    model built once)."""
+    return _workloads.proof(_model.inventory(*_plain(groups, hostvars, "schedule")))
 
 
 class FilterModule(object):

@@ -15,6 +15,7 @@ from ansible.errors import AnsibleFilterError
 from ansible_collections.cps.gpu_cluster.plugins.plugin_utils.filter_errors import deferred, plain_inventory
 
 _checks = deferred("inventory_checks")
+_model = deferred("cluster_model")
 _secrets = deferred("secrets_needed")
 
 
@@ -81,14 +82,15 @@ def inventory_problems(groups, hostvars, secrets_needed=False):
     except ValueError as exc:
         raise AnsibleFilterError("inventory_problems: %s" % exc) from None
     plain_groups, plain_hostvars, untemplated = _plain("inventory_problems", groups, hostvars)
-    return untemplated + _checks.inventory_problems(plain_groups, plain_hostvars, role_specs=role_specs(),
+    # the boundary: the inventory read once, every check (and the model, built once) reads that
+    return untemplated + _checks.inventory_problems(_model.inventory(plain_groups, plain_hostvars), role_specs=role_specs(),
                                                     secrets_needed=secrets_needed)
 
 
 def inventory_warnings(groups, hostvars):
     """What is allowed but probably wrong in the inventory, one message each (never fatal)."""
     plain_groups, plain_hostvars, _untemplated = _plain("inventory_warnings", groups, hostvars)
-    return _checks.inventory_warnings(plain_groups, plain_hostvars)
+    return _checks.inventory_warnings(_model.inventory(plain_groups, plain_hostvars))
 
 
 class FilterModule(object):

@@ -18,13 +18,15 @@ from ansible_collections.cps.gpu_cluster.plugins.plugin_utils.filter_errors impo
 
 phase = deferred("phase")
 needs = deferred("run_needs")
+_model = deferred("cluster_model")
 
 
 def run_needs(groups, hostvars, playbook_phases=None, run_tags=None, skip_tags=None):
     """run_needs on the few cluster-wide settings it reads, templated (a value that cannot be templated
     counts as unset: inventory_problems names it)."""
     plain_groups, plain_hostvars, _failures = plain_inventory("run_needs", groups, hostvars, needs.wanted)
-    return needs.run_needs(plain_groups, plain_hostvars, playbook_phases, run_tags, skip_tags)
+    return needs.run_needs(_model.inventory(plain_groups, plain_hostvars), playbook_phases=playbook_phases,
+                           run_tags=run_tags, skip_tags=skip_tags)
 
 
 class FilterModule(object):

@@ -53,6 +53,7 @@ from ansible.errors import AnsibleFilterError
 from ansible_collections.cps.gpu_cluster.plugins.plugin_utils.filter_errors import deferred, plain_inventory, refuse_failures, wrap
 
 _terraform = deferred("terraform_vars")
+_model = deferred("cluster_model")
 
 
 def _wanted(name):
@@ -65,7 +66,7 @@ def terraform_vars(groups, hostvars, ssh_public_keys):
         raise AnsibleFilterError("terraform_vars: use it as groups | cps.gpu_cluster.terraform_vars(hostvars, ssh_public_keys)")
     plain_groups, plain_hostvars, failures = plain_inventory("terraform_vars", groups, hostvars, _wanted)
     refuse_failures("terraform_vars", failures)
-    return _terraform.terraform_vars(plain_groups, plain_hostvars, list(ssh_public_keys or []))
+    return _terraform.terraform_vars(_model.inventory(plain_groups, plain_hostvars), ssh_public_keys=list(ssh_public_keys or []))
 
 
 class FilterModule(object):

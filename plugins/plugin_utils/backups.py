@@ -184,15 +184,16 @@ VARIABLES = {"gpu_cluster_backup_enabled": "enabled", "gpu_cluster_backup_s3": "
              "gpu_cluster_backup_namespaces": "namespaces"}
 
 
-def inventory_values(groups, hostvars):
+def inventory_values(inventory, hostvars=None):
     """The backup settings an inventory sets (cluster-wide), with ``etcd_s3`` the first server's
-    ``k3s_node_etcd_s3``: the input of :func:`problems`, :func:`settings` and :func:`components`."""
-    found = cluster_model.first_values(groups, hostvars, tuple(VARIABLES))
+    ``k3s_node_etcd_s3``: the input of :func:`problems`, :func:`settings` and :func:`components`.
+    ``inventory``: a cluster_model.Inventory (or Ansible's groups, with ``hostvars``)."""
+    inv = cluster_model.inventory(inventory, hostvars)
+    found = inv.values(tuple(VARIABLES))
     values = dict((VARIABLES[name], value) for name, value in found.items())
-    servers = (groups or {}).get(cluster_model.SERVERS) if isinstance(groups, dict) else None
-    servers = [host for host in servers if isinstance(host, str)] if isinstance(servers, list) else []
-    first = (hostvars or {}).get(servers[0]) if servers and isinstance(hostvars, dict) else None
-    if isinstance(first, dict):
+    servers = [host for host in inv.hosts(cluster_model.SERVERS) if isinstance(host, str)]
+    first = inv.vars(servers[0]) if servers else None
+    if first:
         values["etcd_s3"] = first.get("k3s_node_etcd_s3")
     return values
 

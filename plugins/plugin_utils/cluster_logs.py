@@ -43,15 +43,17 @@ VARIABLES = {"gpu_cluster_logs_enabled": "enabled", "gpu_cluster_logs_retention"
              "gpu_cluster_logs_storage_size": "storage_size"}
 
 
-def inventory_values(groups, hostvars):
+def inventory_values(inventory, hostvars=None):
     """The log settings an inventory sets, with ``monitoring``: whether the monitoring stack is on
     (``gpu_cluster_monitoring_enabled``, by default whether there are GPU workers), the input of
-    :func:`problems`, :func:`settings` and :func:`components`."""
-    found = cluster_model.first_values(groups, hostvars, (*VARIABLES, "gpu_cluster_monitoring_enabled"))
+    :func:`problems`, :func:`settings` and :func:`components`. ``inventory``: a cluster_model.Inventory (or
+    Ansible's groups, with ``hostvars``)."""
+    inv = cluster_model.inventory(inventory, hostvars)
+    found = inv.values((*VARIABLES, "gpu_cluster_monitoring_enabled"))
     values = dict((VARIABLES[name], value) for name, value in found.items() if name in VARIABLES)
     monitoring = found.get("gpu_cluster_monitoring_enabled")
     if monitoring is None:
-        monitoring = bool((groups or {}).get(cluster_model.GPU_WORKERS))
+        monitoring = bool(inv.hosts(cluster_model.GPU_WORKERS))
     values["monitoring"] = monitoring is True or str(monitoring).lower() in ("true", "yes", "on", "1")
     return values
 

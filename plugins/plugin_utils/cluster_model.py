@@ -16,6 +16,8 @@ Building the model is linear in the number of hosts.
 from __future__ import (absolute_import, division, print_function)
 __metaclass__ = type
 
+from collections.abc import Mapping
+
 from ansible_collections.cps.gpu_cluster.plugins.plugin_utils import gpu_pools, node_vars
 
 SERVERS = "k3s_servers"
@@ -252,11 +254,11 @@ def _list(value):
     return list(value) if isinstance(value, (list, tuple)) else []
 
 
-def _groups_of(groups):
-    """{host: [group, ...]} for the contract's groups, in the order of ``groups``."""
+def _groups_of(inv):
+    """{host: [group, ...]} for the contract's groups, in the order of the inventory's groups."""
     membership = {}
     for group in (SERVERS, AGENTS, GPU_WORKERS, INFRA_NODES, APP_NODES):
-        for host in _list((groups or {}).get(group)):
+        for host in inv.hosts(group):
             membership.setdefault(host, []).append(group)
     return membership
 
@@ -297,67 +299,121 @@ def _default_taints(variables, member):
     return taints + [str(x) for x in _list(variables.get("gpu_cluster_node_taints"))]
 
 
-def _first_value(groups, hostvars, name):
-    """The value of ``name`` on the first host that sets it, in ``groups['all']`` order (every host
-    of the inventory), or in sorted ``hostvars`` order when ``groups`` has no ``all``; else None."""
-    return first_values(groups, hostvars, (name,)).get(name)
+class Inventory:
+    """The inventory as every feature reads it: Ansible's ``groups`` and ``hostvars`` read once, at the
+    boundary (:func:`inventory`; the filters make one per call), and the cluster model built from it at
+    most once (:attr:`model`). Features below the boundary take an Inventory, never ``groups`` and
+    ``hostvars`` (issue 45).
 
+    - :meth:`hosts` (a group's hosts), :meth:`vars` (a host's variables: each host's copy of a group
+      variable's list or dict is one object here, :func:`shared_copies`);
+    - :meth:`value` / :meth:`values`: a cluster-wide setting, the value of the first host that sets it,
+      looked up once per name;
+    - :attr:`workers` (the GPU workers as the pools see them), :attr:`pools` (the sound
+      ``gpu_cluster_gpu_pools``, validated once) and :attr:`model` (:func:`build`), each made once.
+    """
 
-def inventory_value(groups, hostvars, name):
-    """The value of ``name`` on the first host that sets it: in ``groups['all']`` order, then the hosts
-    of ``hostvars`` outside ``all`` in sorted order; else None. It stops at the first host that sets it
-    (a group variable: the first host), so a lookup costs a pass over the hosts only when nobody sets
-    the name, never a sort of every host name (vllm and jupyterhub read their settings with it, issue 45)."""
-    hostvars = hostvars or {}
-    listed = _list((groups or {}).get("all"))
-    for host in listed:
-        variables = hostvars.get(host) or {}
-        if name in variables:
-            return variables[name]
-    known = set(listed)
-    for host in sorted(host for host in hostvars if host not in known):
-        variables = hostvars.get(host) or {}
-        if name in variables:
-            return variables[name]
-    return None
+    def __init__(self, groups, hostvars):
+        self.groups = groups if isinstance(groups, Mapping) else {}
+        # each host's copy of a group variable's list or dict is one object from here on (Ansible's
+        # own HostVars, which a filter may be handed as it is, is read through as it is)
+        self.hostvars = shared_copies(hostvars) if isinstance(hostvars, dict) else hostvars if isinstance(hostvars, Mapping) else {}
+        self._values = {}
+        self._made = {}
 
+    def hosts(self, group):
+        """The hosts of ``group``, host names only (a list; [] when the inventory has no such group;
+        preflight names anything else a group lists)."""
+        return [host for host in _list(self.groups.get(group)) if isinstance(host, str)]
 
-def first_values(groups, hostvars, names):
-    """{name: :func:`_first_value`} of each of ``names`` some host sets, in one pass over the hosts
-    (it stops once every name is found): a name no host sets costs one pass, not one per name."""
-    hostvars = hostvars or {}
-    wanted = frozenset(names)
-    found = {}
-    for host in _list((groups or {}).get("all")) or sorted(hostvars):
-        variables = hostvars.get(host)
-        if variables:
-            for name in wanted.intersection(variables):
-                if name not in found:
-                    found[name] = variables[name]
-            if len(found) == len(wanted):
-                break
-    return found
+    def vars(self, host):
+        """The variables of ``host`` ({} for a host without any)."""
+        variables = self.hostvars.get(host)
+        return variables if isinstance(variables, Mapping) else {}
 
+    def value(self, name):
+        """The value of ``name`` on the first host that sets it: in ``groups['all']`` order, then the
+        hosts outside ``all`` in sorted order; else None. Looked up once per name."""
+        if name not in self._values:
+            self._values[name] = self._lookup(name)
+        return self._values[name]
 
-def _workers_view(groups, hostvars):
-    """gpu_pools.workers_view of the GPU workers (``{host: view}``, sorted by host)."""
-    return gpu_pools.workers_view(dict((h, (hostvars or {}).get(h) or {}) for h in _list((groups or {}).get(GPU_WORKERS))))
+    def _lookup(self, name):
+        listed = _list(self.groups.get("all"))
+        for host in listed:
+            variables = self.hostvars.get(host) or {}
+            if name in variables:
+                return variables[name]
+        known = set(listed)
+        for host in sorted(host for host in self.hostvars if host not in known):
+            variables = self.hostvars.get(host) or {}
+            if name in variables:
+                return variables[name]
+        return None
 
+    def values(self, names):
+        """{name: value} of each of ``names`` some host sets (the first host in ``groups['all']`` order,
+        or in sorted host order when there is no ``all``), in one pass over the hosts."""
+        wanted = frozenset(names)
+        found = {}
+        for host in _list(self.groups.get("all")) or sorted(self.hostvars):
+            variables = self.hostvars.get(host)
+            if variables:
+                for name in wanted.intersection(variables):
+                    if name not in found:
+                        found[name] = variables[name]
+                if len(found) == len(wanted):
+                    break
+        return found
 
-def cluster_pools(groups, hostvars, workers=None):
-    """``gpu_cluster_gpu_pools`` when it is sound (a list without problems), else ``[]`` (preflight
-    reports the problems; the model then treats every GPU worker as unpooled); ``workers``: the GPU
-    workers' :func:`_workers_view` when already made."""
-    pools = _first_value(groups, hostvars, "gpu_cluster_gpu_pools")
-    if not isinstance(pools, list) or not pools:
-        return []
-    workers = workers if workers is not None else _workers_view(groups, hostvars)
-    try:
-        if gpu_pools.pool_problems(gpu_pools.plain(pools), workers):
+    def _once(self, key, make):
+        if key not in self._made:
+            self._made[key] = make()
+        return self._made[key]
+
+    @property
+    def workers(self):
+        """gpu_pools.workers_view of the GPU workers (``{host: view}``, sorted by host)."""
+        return self._once("workers", lambda: gpu_pools.workers_view(
+            dict((h, self.vars(h)) for h in self.hosts(GPU_WORKERS))))
+
+    @property
+    def pool_problems(self):
+        """gpu_pools.pool_problems of ``gpu_cluster_gpu_pools`` against the GPU workers, judged once
+        (preflight reports them; :attr:`pools` reads them)."""
+        return self._once("pool_problems", lambda: gpu_pools.pool_problems(
+            gpu_pools.plain(self.value("gpu_cluster_gpu_pools")), self.workers))
+
+    @property
+    def pools(self):
+        """``gpu_cluster_gpu_pools`` when it is sound (a list without problems), else ``[]`` (preflight
+        reports the problems; the model then treats every GPU worker as unpooled)."""
+        return self._once("pools", self._sound_pools)
+
+    def _sound_pools(self):
+        pools = self.value("gpu_cluster_gpu_pools")
+        if not isinstance(pools, list) or not pools:
             return []
-    except (TypeError, ValueError, KeyError, AttributeError):
-        return []
-    return gpu_pools.plain(pools)
+        try:
+            if self.pool_problems:
+                return []
+        except (TypeError, ValueError, KeyError, AttributeError):
+            return []
+        return gpu_pools.plain(pools)
+
+    @property
+    def model(self):
+        """The cluster model (:func:`build`), built once."""
+        return self._once("model", lambda: build(self))
+
+
+def inventory(groups, hostvars=None):
+    """The boundary: Ansible's ``groups`` and ``hostvars`` as an :class:`Inventory` (an Inventory
+    passed as ``groups`` without ``hostvars`` is returned as it is, so a feature called with either
+    reads the same one)."""
+    if isinstance(groups, Inventory) and hostvars is None:
+        return groups
+    return Inventory(groups, hostvars)
 
 
 def _pool_of(host, variables, pools):
@@ -459,35 +515,36 @@ def _node(host, variables, member, pools, parsed):
     }
 
 
-def build(groups, hostvars):
+def build(groups, hostvars=None):
     """The model of the cluster: ``{nodes: [node, ...], pools: [...], limited: [resource, ...],
     gpu_tolerations: [...]}`` (``limited``: :func:`limited_resources`; ``gpu_tolerations``:
     :func:`gpu_tolerations`), one node per host of
     ``k3s_servers`` and ``k3s_agents`` (servers first, inventory order), each as :func:`_node` makes
-    it. ``hostvars`` maps host -> its variables (inventory values; role defaults are not there)."""
-    groups = groups if isinstance(groups, dict) else {}
-    hostvars = hostvars if isinstance(hostvars, dict) else {}
-    member = _groups_of(groups)
-    workers = _workers_view(groups, hostvars)
-    pools = cluster_pools(groups, hostvars, workers)
+    it. ``groups`` and ``hostvars``: Ansible's (``hostvars`` maps host -> its variables, inventory
+    values; role defaults are not there), or an :class:`Inventory` alone (its :attr:`Inventory.model`
+    is the one to read: it builds once)."""
+    inv = groups if isinstance(groups, Inventory) and hostvars is None else Inventory(groups, hostvars)
+    member = _groups_of(inv)
+    workers = inv.workers
+    pools = inv.pools
     order = []
     seen = set()
     for group in (SERVERS, AGENTS, GPU_WORKERS, INFRA_NODES, APP_NODES):
-        for host in _list(groups.get(group)):
-            if host not in seen and isinstance(host, str):
+        for host in inv.hosts(group):
+            if host not in seen:
                 seen.add(host)
                 order.append(host)
     members = _with_members(pools)
     parsed = {}
-    nodes = [_node(host, hostvars.get(host) or {}, member.get(host, []), members, parsed) for host in order]
-    worker_taints = [_taints(gpu_taint_texts(hostvars.get(host) or {}), parsed)
+    nodes = [_node(host, inv.vars(host), member.get(host, []), members, parsed) for host in order]
+    worker_taints = [_taints(gpu_taint_texts(inv.vars(host)), parsed)
                      for host in order if GPU_WORKERS in member.get(host, [])]
-    worker_gpus = dict((host, node_vars.gpu_count(hostvars.get(host))) for host in _list(groups.get(GPU_WORKERS)))
+    worker_gpus = dict((host, node_vars.gpu_count(inv.vars(host))) for host in inv.hosts(GPU_WORKERS))
     return {"nodes": nodes, "pools": pools, "limited": limited_resources(nodes, pools),
             "gpu_tolerations": gpu_tolerations(worker_taints),
             # what the workload builders read (plugin_utils/cluster_workloads.py): the cluster-wide
             # settings, the GPU workers as the pools see them, and each worker's GPU count
-            "settings": first_values(groups, hostvars, WORKLOAD_SETTINGS), "workers": workers, "worker_gpus": worker_gpus}
+            "settings": inv.values(WORKLOAD_SETTINGS), "workers": workers, "worker_gpus": worker_gpus}
 
 
 def worker_gpu_counts(model):

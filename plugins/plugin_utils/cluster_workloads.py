@@ -218,11 +218,13 @@ def _chart_pod(values, name):
     return pod
 
 
-def operations_values(groups, hostvars):
-    """``{backups, logs}``: the backup and log settings of the inventory (backups.inventory_values,
-    cluster_logs.inventory_values), read at the boundary: they hold the backup location's credentials,
-    which the model never carries (the cluster_model filter hands the model to playbooks)."""
-    return {"backups": backups.inventory_values(groups, hostvars), "logs": cluster_logs.inventory_values(groups, hostvars)}
+def operations_values(inventory, hostvars=None):
+    """``{backups, logs}``: the backup and log settings of the inventory (``inventory``: a
+    cluster_model.Inventory, or Ansible's groups with ``hostvars``; backups.inventory_values,
+    cluster_logs.inventory_values): they hold the backup location's credentials, which the model never
+    carries (the cluster_model filter hands the model to playbooks)."""
+    inv = cluster_model.inventory(inventory, hostvars)
+    return {"backups": backups.inventory_values(inv), "logs": cluster_logs.inventory_values(inv)}
 
 
 def operations_workloads(model, operations):
@@ -258,7 +260,7 @@ def pool_quotas(model):
     pools = model["pools"]
     if not any(pool.get("namespaces") for pool in pools):
         return []
-    return gpu_pools.resource_quotas(pools, model["workers"])
+    return gpu_pools.resource_quotas(pools, model["workers"], judged=True)
 
 
 def workloads(model, operations, plan=None):
@@ -276,10 +278,12 @@ def admission_limits(model):
     return k3s_hardening.resource_quota_plugin(model["limited"])["configuration"]["limitedResources"]
 
 
-def proof(groups, hostvars, model=None):
-    """The scheduling proof of an inventory (the boundary: the model built once, or ``model`` when the
-    caller built it, and the backup and log settings read once): ``{rows, problems, table}``."""
-    return model_proof(model or cluster_model.build(groups, hostvars), operations_values(groups, hostvars))
+def proof(inventory, hostvars=None, model=None):
+    """The scheduling proof of an inventory (``inventory``: a cluster_model.Inventory, or Ansible's groups
+    with ``hostvars``): its model (built once, or ``model`` when the caller built it) and its backup and
+    log settings: ``{rows, problems, table}``."""
+    inv = cluster_model.inventory(inventory, hostvars)
+    return model_proof(model or inv.model, operations_values(inv))
 
 
 def model_proof(model, operations):

@@ -117,10 +117,12 @@ def maintenance_drain_problem(pods, node, force=False):
             "-e gpu_cluster_maintenance_force=true to evict them too; nothing was changed." % (node, ", ".join(unmanaged)))
 
 
-def driver_problems(groups, hostvars):
-    """Preflight: the driver settings of the inventory, one message each."""
+def driver_problems(inventory, hostvars=None):
+    """Preflight: the driver settings of the inventory, one message each.
+    ``inventory``: a cluster_model.Inventory (or Ansible's groups, with ``hostvars``)."""
+    inv = cluster_model.inventory(inventory, hostvars)
     problems = []
-    values = cluster_model.first_values(groups, hostvars, (
+    values = inv.values((
         "gpu_cluster_gpu_driver_version", "gpu_cluster_gpu_driver_max_parallel_upgrades", "gpu_cluster_gpu_driver_enabled",
         "gpu_cluster_gpu_driver_upgrade_timeout"))
     version = values.get("gpu_cluster_gpu_driver_version")
@@ -128,7 +130,7 @@ def driver_problems(groups, hostvars):
         problems.append("gpu_cluster_gpu_driver_version is %r; use an NVIDIA driver version such as '595.91.07' "
                         "(quoted), or leave it unset for the pin of versions.yml (docs/components.md)" % (version,))
     parallel = values.get("gpu_cluster_gpu_driver_max_parallel_upgrades")
-    workers = (groups or {}).get("gpu_workers") or []
+    workers = inv.hosts("gpu_workers")
     if parallel is not None and not (node_vars.is_int(parallel) and 1 <= parallel <= max(len(workers), 1)):
         problems.append("gpu_cluster_gpu_driver_max_parallel_upgrades is %r; use a whole number from 1 to the number "
                         "of GPU workers (%d): how many nodes upgrade their driver at once" % (parallel, max(len(workers), 1)))
@@ -137,12 +139,12 @@ def driver_problems(groups, hostvars):
         problems.append("gpu_cluster_gpu_driver_upgrade_timeout is %r; use seconds, at least 300: how long "
                         "playbooks/gpu_driver_upgrade.yml waits for every GPU node to report upgrade-done" % (timeout,))
     for host in workers:
-        on_host = ((hostvars or {}).get(host) or {}).get("gpu_cluster_gpu_driver_on_host")
+        on_host = inv.vars(host).get("gpu_cluster_gpu_driver_on_host")
         if on_host is not None and not isinstance(on_host, bool):
             problems.append("%s: gpu_cluster_gpu_driver_on_host is %r; use true (the host has its own NVIDIA driver) "
                             "or false (a YAML boolean)" % (host, on_host))
     if values.get("gpu_cluster_gpu_driver_enabled") is False:
-        with_driver = [h for h in workers if ((hostvars or {}).get(h) or {}).get("gpu_cluster_gpu_driver_on_host") is False]
+        with_driver = [h for h in workers if inv.vars(h).get("gpu_cluster_gpu_driver_on_host") is False]
         if with_driver:
             problems.append("gpu_cluster_gpu_driver_enabled is false (no containerised driver anywhere) but %s set "
                             "gpu_cluster_gpu_driver_on_host: false; install their driver on the host or switch the "

@@ -625,24 +625,22 @@ def _grant_problems(pools, workers):
     return problems
 
 
-def inventory_pool_problems(groups, hostvars):
-    """Preflight entry point: the problems of the inventory's ``gpu_cluster_gpu_pools``."""
-    pools = None
-    for host in list((groups or {}).get("all") or []) + sorted(hostvars or {}):
-        variables = (hostvars or {}).get(host) or {}
-        if "gpu_cluster_gpu_pools" in variables:
-            pools = variables["gpu_cluster_gpu_pools"]
-            break
-    if pools is None:
+def inventory_pool_problems(inventory, hostvars=None):
+    """Preflight entry point: the problems of the inventory's ``gpu_cluster_gpu_pools``, judged once
+    (the model reads the same judgement: cluster_model.Inventory.pool_problems). ``inventory``: a
+    cluster_model.Inventory (or Ansible's groups, with ``hostvars``)."""
+    # cluster_model imports this module: the boundary's function is looked up when called
+    from ansible_collections.cps.gpu_cluster.plugins.plugin_utils import cluster_model  # noqa: PLC0415 pylint: disable=import-outside-toplevel
+    inv = cluster_model.inventory(inventory, hostvars)
+    if inv.value("gpu_cluster_gpu_pools") is None:
         return []
-    members = dict((h, (hostvars or {}).get(h) or {}) for h in (groups or {}).get("gpu_workers") or [])
     problems = []
-    for host in sorted(members):
-        device_id = members[host].get("gpu_cluster_gpu_device_id")
+    for host in sorted(inv.hosts("gpu_workers")):
+        device_id = inv.vars(host).get("gpu_cluster_gpu_device_id")
         if device_id is not None and normalize_device_id(device_id) is None:
             problems.append("%s: gpu_cluster_gpu_device_id is %r; use the PCI vendor:device id lspci -nn shows for "
                             "the GPU, like 10de:20b5" % (host, device_id))
-    return problems + pool_problems(pools, workers_view(members))
+    return problems + list(inv.pool_problems)
 
 
 # ------------------------------------------------------------------------------ capacity
@@ -704,7 +702,11 @@ def pool_capacity(pools, workers):
     per_node, nodes}. ``resource``/``count`` are the pool's (first, for all-balanced) resource and its
     total; ``resources`` every resource with its total; ``per_node`` {node name: {resource: count}}.
     exclusive = GPUs; timeslice = GPUs x replicas; mig = slices per GPU (mig-parted) x GPUs."""
-    pools, workers = _checked(pools, workers)
+    return _capacity(*_checked(pools, workers))
+
+
+def _capacity(pools, workers):
+    """:func:`pool_capacity` of pools already judged sound against the workers' view."""
     result = []
     for pool in pools:
         totals = {}
@@ -823,12 +825,14 @@ def _host_variables(view):
     return {"gpu_cluster_node_labels": ["%s=%s" % item for item in sorted(view["labels"].items())]}
 
 
-def resource_quotas(pools, workers):
+def resource_quotas(pools, workers, judged=False):
     """ResourceQuota objects: a namespace granted pools gets each granted resource up to the pools'
     capacity and zero for the resources of restricted pools it is not granted; ``default`` gets zero
-    for every restricted resource. Pools without ``namespaces`` are open and get no quota entry."""
-    capacity = pool_capacity(pools, workers)
-    pools, workers = _checked(pools, workers)
+    for every restricted resource. Pools without ``namespaces`` are open and get no quota entry.
+    ``judged``: ``pools`` and ``workers`` are the cluster model's (its pools judged sound once against
+    its workers' view, cluster_model.Inventory.pools), so they are not judged again."""
+    pools, workers = (list(pools or []), workers) if judged else _checked(pools, workers)
+    capacity = _capacity(pools, workers)
     restricted = {}
     for pool, cap in zip(pools, capacity):
         if pool.get("namespaces"):

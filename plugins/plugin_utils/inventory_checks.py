@@ -589,13 +589,13 @@ def _by_value(hostvars, hosts, names):
     return dict((name, _distinct(index, name)) for name in names)
 
 
-def _cluster_values(groups, hostvars):
+def _cluster_values(inv):
     """Cluster-wide values read from the k3s_cluster hosts, plus disagreement problems."""
     problems = []
-    hosts = _cluster_hosts(groups)
+    hosts = _cluster_hosts(inv.groups)
     order = dict((host, index) for index, host in enumerate(hosts))
     values = {}
-    grouped = _by_value(hostvars, hosts, CLUSTER_VARIABLES)
+    grouped = _by_value(inv.hostvars, hosts, CLUSTER_VARIABLES)
     for name in CLUSTER_VARIABLES:
         seen = grouped[name]
         if len(seen) > 1:
@@ -710,11 +710,11 @@ def _address(number):
     return ipaddress.IPv4Address(number[1]) if number[0] == 4 else ipaddress.IPv6Address(number[1])
 
 
-def _check_node_ips(groups, hostvars, network, vip, gateway):
+def _check_node_ips(inv, network, vip, gateway):
     problems = []
-    cluster = set(_cluster_hosts(groups))
+    cluster = set(_cluster_hosts(inv.groups))
     owners = {}
-    everyone = input_checks.unique(_group(groups, "all") + _cluster_hosts(groups) + _group(groups, PROXMOX_HOSTS)) or list(hostvars)
+    everyone = input_checks.unique(_group(inv.groups, "all") + _cluster_hosts(inv.groups) + _group(inv.groups, PROXMOX_HOSTS)) or list(inv.hostvars)
     # addresses as (version, integer): compared without an object per node
     if network is not None:
         version, low, high = network.version, int(network.network_address), int(network.broadcast_address)
@@ -723,7 +723,7 @@ def _check_node_ips(groups, hostvars, network, vip, gateway):
     vip = (vip.version, int(vip)) if vip is not None else None
     gateway = (gateway.version, int(gateway)) if gateway is not None else None
     for host in everyone:
-        variables = _vars(hostvars, host)
+        variables = inv.vars(host)
         value = node_ip(variables)
         number = _ip_number(value)
         if host in cluster:
@@ -822,11 +822,11 @@ def _api_url_host(value):
         return None
 
 
-def _proxmox_addresses(groups, hostvars):
+def _proxmox_addresses(inv):
     """[(label, ip_address)] of the Proxmox hosts (ansible_host) and their API URLs' hosts."""
     found = []
-    for host in _group(groups, PROXMOX_HOSTS):
-        variables = _vars(hostvars, host)
+    for host in _group(inv.groups, PROXMOX_HOSTS):
+        variables = inv.vars(host)
         address = _ip(variables.get("ansible_host"))
         if address is not None:
             found.append(("%s (proxmox_hosts ansible_host)" % host, "ansible_host", host, address))
@@ -837,7 +837,7 @@ def _proxmox_addresses(groups, hostvars):
     return found
 
 
-def _check_addresses(groups, hostvars, values, network, vip):
+def _check_addresses(inv, values, network, vip):
     """Every address of the inventory against the others: the VIP is free, servers sit outside the
     pod and service networks and inside a network the nodes reach (node network or gpu_cluster_routed_networks)."""
     problems = []
@@ -856,7 +856,7 @@ def _check_addresses(groups, hostvars, values, network, vip):
 
     # The VIP must be free: not the Proxmox host, its API, the NFS or a DNS server.
     if vip is not None:
-        for label, _name, _host, address in _proxmox_addresses(groups, hostvars):
+        for label, _name, _host, address in _proxmox_addresses(inv):
             if address == vip:
                 problems.append("gpu_cluster_api_vip %s equals the address of %s; the VIP must be a free address, change one of them" % (vip, label))
         for what, address in servers:
@@ -884,7 +884,7 @@ def _check_addresses(groups, hostvars, values, network, vip):
                     "%s is outside gpu_cluster_node_network %s and gpu_cluster_routed_networks (a value left from another network?); "
                     "use an address in the node network, or list the network the nodes reach it through in gpu_cluster_routed_networks"
                     % (what, network))
-    for label, name, host, address in _proxmox_addresses(groups, hostvars):
+    for label, name, host, address in _proxmox_addresses(inv):
         if name != "gpu_cluster_proxmox_api_url":
             for net_name, net in kube_nets:
                 if address.version == net.version and address in net:
@@ -894,7 +894,7 @@ def _check_addresses(groups, hostvars, values, network, vip):
         for net_name, net in kube_nets:
             if address.version == net.version and address in net:
                 problems.append("%s host %s is inside %s %s; use the Proxmox host's real address" % (label, address, net_name, net))
-        own = _ip(_vars(hostvars, host).get("ansible_host"))
+        own = _ip(inv.vars(host).get("ansible_host"))
         if own is not None and own != address and not reachable(address):
             problems.append(
                 "%s host %s is neither %s's ansible_host %s nor in gpu_cluster_node_network %s or gpu_cluster_routed_networks "
@@ -1012,7 +1012,7 @@ def _check_pci_ids(host, ids):
     return problems
 
 
-def _check_proxmox_hosts(groups, hostvars):
+def _check_proxmox_hosts(inv):
     """PCI ids and PCI devices of every Proxmox host; returns (problems, {device name: address}).
 
     Device names are Proxmox mapping ids, unique across the whole inventory (GPU workers name them);
@@ -1020,8 +1020,8 @@ def _check_proxmox_hosts(groups, hostvars):
     """
     problems = []
     devices = {}
-    for host in _group(groups, PROXMOX_HOSTS):
-        variables = _vars(hostvars, host)
+    for host in _group(inv.groups, PROXMOX_HOSTS):
+        variables = inv.vars(host)
         ids = variables.get("gpu_cluster_gpu_pci_ids")
         if ids is not None:
             problems.extend(_check_pci_ids(host, ids))
@@ -1065,11 +1065,11 @@ def _check_proxmox_hosts(groups, hostvars):
 _MODELS_BY_CASE = dict((model.casefold(), model) for model in MODEL_DEVICE_IDS)
 
 
-def _check_gpu_workers(groups, hostvars, devices):
+def _check_gpu_workers(inv, devices):
     problems = []
     assigned = {}
-    for host in _group(groups, GPU_WORKERS):
-        variables = _vars(hostvars, host)
+    for host in _group(inv.groups, GPU_WORKERS):
+        variables = inv.vars(host)
         count = variables.get("gpu_cluster_gpu_count")
         count_ok = node_vars.is_int(count) and count > 0
         if count is None:
@@ -1266,42 +1266,48 @@ def _guarded(check, *args):
                 % (check.__name__.lstrip("_"), type(exc).__name__, exc)]
 
 
-def _plain(groups, hostvars):
-    groups = _Groups(groups if isinstance(groups, dict) else {})
-    # each host's copy of a group variable's list or dict is one object from here on (issue 45)
-    hostvars = cluster_model.shared_copies(hostvars) if isinstance(hostvars, dict) else {}
-    return groups, hostvars
+def _inventory(inventory, hostvars):
+    """The cluster_model.Inventory of one preflight run (made once per filter call), its groups as
+    :class:`_Groups` (the K3s hosts computed once)."""
+    inv = cluster_model.inventory(inventory, hostvars)
+    if not isinstance(inv.groups, _Groups):
+        inv.groups = _Groups(inv.groups)
+    return inv
 
 
-def _schedule_problems(groups, hostvars):
+def _schedule_problems(inv):
     """The workloads that fit no node, one message each (the scheduling proof, cluster_workloads.proof)."""
-    return proof(groups, hostvars)["problems"]
+    return proof(inv)["problems"]
 
 
-def operations_problems(groups, hostvars):
-    """The backup (Velero) and log aggregation settings (docs/disaster-recovery.md, docs/gpu-pools.md)."""
-    return (backups.problems(backups.inventory_values(groups, hostvars)) +
-            cluster_logs.problems(cluster_logs.inventory_values(groups, hostvars)))
+def operations_problems(inventory, hostvars=None):
+    """The backup (Velero) and log aggregation settings (docs/disaster-recovery.md, docs/gpu-pools.md).
+    ``inventory``: a cluster_model.Inventory (or Ansible's groups, with ``hostvars``)."""
+    inv = cluster_model.inventory(inventory, hostvars)
+    return (backups.problems(backups.inventory_values(inv)) +
+            cluster_logs.problems(cluster_logs.inventory_values(inv)))
 
 
-def inventory_problems(groups, hostvars, role_specs=None, schedule=True, secrets_needed=False):
+def inventory_problems(inventory, hostvars=None, role_specs=None, schedule=True, secrets_needed=False):
     """Every problem of an inventory, one message each (empty list: the inventory is sound).
 
-    ``groups`` maps group name -> list of host names (Ansible's ``groups``);
-    ``hostvars`` maps host name -> dict of that host's variables;
+    ``inventory``: the cluster_model.Inventory the filter made (the checks read it, and the model built
+    from it once), or Ansible's ``groups`` (group name -> list of host names) with ``hostvars`` (host
+    name -> dict of that host's variables);
     ``role_specs`` (optional) maps role name -> its argument spec options, to check the role
     variables the inventory sets (the filter reads them from roles/*/meta/argument_specs.yml);
     ``schedule``: also run the scheduling proof (cluster_workloads), as preflight does;
     ``secrets_needed``: the components whose vaulted values the run needs (``secrets_needed``
     module: True all, False none, or a list of names), judged as their phases read them.
     """
-    groups, hostvars = _plain(groups, hostvars)
+    inv = _inventory(inventory, hostvars)
+    groups, hostvars = inv.groups, inv.hostvars
     problems = []
     problems.extend(_guarded(_check_layout, groups))
     problems.extend(_guarded(_check_groups, groups))
     problems.extend(_guarded(_check_misspelt_groups, groups))
     problems.extend(_guarded(_check_names, groups))
-    values, differ = _cluster_values(groups, hostvars)
+    values, differ = _cluster_values(inv)
     problems.extend(differ)
     problems.extend(_guarded(_check_cluster_variables, groups, values))
     try:
@@ -1310,8 +1316,8 @@ def inventory_problems(groups, hostvars, role_specs=None, schedule=True, secrets
         network_problems, network, vip, gateway = ["preflight: the network checks failed (%s: %s)" % (type(exc).__name__, exc)], None, None, None
     problems.extend(network_problems)
     problems.extend(_guarded(_check_cidr_sizes, groups, values))
-    problems.extend(_guarded(_check_node_ips, groups, hostvars, network, vip, gateway))
-    problems.extend(_guarded(_check_addresses, groups, hostvars, values, network, vip))
+    problems.extend(_guarded(_check_node_ips, inv, network, vip, gateway))
+    problems.extend(_guarded(_check_addresses, inv, values, network, vip))
     everyone = input_checks.unique(_group(groups, "all") + _cluster_hosts(groups) + _group(groups, PROXMOX_HOSTS)) or [h for h in hostvars if _is_str(h)]
     index = _host_values(hostvars, everyone)  # every variable of every host, by value (one pass)
     problems.extend(_guarded(_check_host_variables, index))
@@ -1332,26 +1338,26 @@ def inventory_problems(groups, hostvars, role_specs=None, schedule=True, secrets
     problems.extend(_guarded(_check_role_variables, hostvars, everyone, role_specs))
     problems.extend(_guarded(_check_unknown_variables, index, role_specs))
     try:
-        proxmox_problems, devices = _check_proxmox_hosts(groups, hostvars)
+        proxmox_problems, devices = _check_proxmox_hosts(inv)
     except Exception as exc:  # pylint: disable=broad-except
         proxmox_problems, devices = ["preflight: the PCI checks failed (%s: %s)" % (type(exc).__name__, exc)], {}
     problems.extend(proxmox_problems)
-    problems.extend(_guarded(_check_gpu_workers, groups, hostvars, devices))
-    problems.extend(_guarded(llm_problems, groups, hostvars))
-    problems.extend(_guarded(inventory_pool_problems, groups, hostvars))
-    problems.extend(_guarded(jupyterhub_problems, groups, hostvars))
-    problems.extend(_guarded(driver_problems, groups, hostvars))
-    problems.extend(_guarded(numa_problems, groups, hostvars))
-    problems.extend(_guarded(management_inventory_problems, groups, hostvars))
-    problems.extend(_guarded(k3s_parity_problems, groups, hostvars))
-    problems.extend(_guarded(operations_problems, groups, hostvars))
+    problems.extend(_guarded(_check_gpu_workers, inv, devices))
+    problems.extend(_guarded(llm_problems, inv))
+    problems.extend(_guarded(inventory_pool_problems, inv))
+    problems.extend(_guarded(jupyterhub_problems, inv))
+    problems.extend(_guarded(driver_problems, inv))
+    problems.extend(_guarded(numa_problems, groups, hostvars))  # module_utils: shipped to targets, reads the raw shape
+    problems.extend(_guarded(management_inventory_problems, inv))
+    problems.extend(_guarded(k3s_parity_problems, inv))
+    problems.extend(_guarded(operations_problems, inv))
     problems.extend(_guarded(versions_file_problems))
     if schedule and not problems:
         # the scheduling proof judges a sound inventory (its workloads are built from the values
         # checked above): every workload must fit a node of the cluster model
-        problems.extend(_guarded(_schedule_problems, groups, hostvars))
+        problems.extend(_guarded(_schedule_problems, inv))
     # after the proof (a missing vault must not hide what the proof would say)
-    problems.extend(_guarded(secrets_needed_module.secret_problems, groups, hostvars, secrets_needed))
+    problems.extend(_guarded(secrets_needed_module.secret_problems, inv, None, secrets_needed))
     return problems
 
 
@@ -1361,15 +1367,18 @@ _BOOLEANS = _booleans()
 NETWORK_CONNECTIONS = (None, "ssh", "ansible.builtin.ssh", "paramiko", "paramiko_ssh", "ansible.builtin.paramiko_ssh", "smart")
 
 
-def inventory_warnings(groups, hostvars):
+def inventory_warnings(inventory, hostvars=None):
     """What is allowed but probably wrong, one message each: printed by preflight, never fatal.
 
     - a K3s node whose ``ansible_host`` is a DNS name whose first label is not the inventory name
       (k3s registers the node under its inventory name; the name suggests another machine);
     - a host in no group of the contract (no phase touches it);
     - a GPU pool no application would run on (cluster_workloads.idle_pools).
+
+    ``inventory``: a cluster_model.Inventory (or Ansible's groups, with ``hostvars``).
     """
-    groups, hostvars = _plain(groups, hostvars)
+    inv = _inventory(inventory, hostvars)
+    groups, hostvars = inv.groups, inv.hostvars
     warnings = []
     for host in _cluster_hosts(groups):
         variables = _vars(hostvars, host)
@@ -1389,22 +1398,23 @@ def inventory_warnings(groups, hostvars):
     for host in _group(groups, "all"):
         if host not in contract and host != "localhost":
             warnings.append("%s: is in no group of the contract (%s), so no phase uses it; %s" % (host, ", ".join(CONTRACT_GROUPS), LAYOUT))
-    warnings.extend(_guarded(jupyterhub_warnings, groups, hostvars))
-    warnings.extend(_guarded(llm_warnings, groups, hostvars))
-    warnings.extend(_guarded(pool_warnings, groups, hostvars))
-    warnings.extend(inventory_version_warnings(groups, hostvars))
+    warnings.extend(_guarded(jupyterhub_warnings, inv))
+    warnings.extend(_guarded(llm_warnings, inv))
+    warnings.extend(_guarded(pool_warnings, inv))
+    warnings.extend(inventory_version_warnings(inv))
     # several Proxmox hosts are valid; provision.yml places every VM on the first (it refuses the rest)
     warnings.extend(_guarded(input_checks.provision_placement_problems, _group(groups, PROXMOX_HOSTS),
                              _group(groups, "gpu_workers"), hostvars))
     return warnings
 
 
-def pool_warnings(groups, hostvars):
+def pool_warnings(inventory, hostvars=None):
     """A GPU pool that serves nothing: no vLLM model and no JupyterHub profile would run on it (issue 43);
-    only the verify Jobs would use its GPUs."""
+    only the verify Jobs would use its GPUs. ``inventory``: a cluster_model.Inventory (or Ansible's
+    groups, with ``hostvars``)."""
+    model = cluster_model.inventory(inventory, hostvars).model
     return ["gpu_cluster_gpu_pools: pool %s (%s on %s) serves no workload: no vLLM model and no JupyterHub profile "
             "asks for %s on its nodes, so only the verify Jobs would use its GPUs; give a model or a profile "
             "pool: %s (docs/gpu-pools.md), or remove the pool" % (pool["name"], resource, ", ".join(pool.get("nodes") or []),
                                                                   resource, pool["name"])
-            for pool, resource in idle_pools(cluster_model.build(dict((name, _group(groups, name)) for name in groups),
-                                                                 dict((host, _vars(hostvars, host)) for host in hostvars)))]
+            for pool, resource in idle_pools(model)]

@@ -29,7 +29,7 @@ except ImportError:  # pragma: no cover
     from pipes import quote as _quote  # pylint: disable=deprecated-module
 
 from ansible_collections.cps.gpu_cluster.plugins.plugin_utils import cluster_model, ingress_tls, node_vars, verify
-from ansible_collections.cps.gpu_cluster.plugins.plugin_utils.gpu_pools import POOL_LABEL, largest_profile, pool_resource
+from ansible_collections.cps.gpu_cluster.plugins.plugin_utils.gpu_pools import POOL_LABEL, SHARED_GPU_RESOURCE, largest_profile, pool_resource
 from ansible_collections.cps.gpu_cluster.plugins.plugin_utils.forms import DNS_LABEL, DNS_NAME, copy_data, quantity_value
 
 SLUG = re.compile(r"^[a-z0-9]([-a-z0-9]{0,30}[a-z0-9])?\Z")
@@ -50,9 +50,9 @@ SIZE_TABLE = {
 ALLOWED_GPUS = (0, 1, 2, 4, 8)
 DEFAULT_GPUS = (0, 1, 2, 4)
 
-GPU_RESOURCE = "nvidia.com/gpu"
-SHARED_RESOURCE = "nvidia.com/gpu.shared"
-GPU_NODE_SELECTOR = {"gpu": "true"}
+GPU_RESOURCE = cluster_model.GPU_RESOURCE  # the GPU node contract's (one source: the cluster model)
+SHARED_RESOURCE = SHARED_GPU_RESOURCE
+GPU_NODE_SELECTOR = cluster_model.GPU_NODE_SELECTOR
 # The node label of a GPU pool is gpu_pools.POOL_LABEL (the same label the vLLM models select).
 # The chart's own user-pod tolerations (scheduling.userPods.tolerations in values.yaml): a profile
 # that sets ``tolerations`` replaces the list, so GPU profiles repeat them.
@@ -764,89 +764,95 @@ SETTINGS = {
 }
 
 
-def inventory_workers(groups, hostvars):
-    """{GPU worker: gpu_cluster_gpu_count} of the inventory (0 when unset)."""
+def inventory_workers(inventory, hostvars=None):
+    """{GPU worker: gpu_cluster_gpu_count} of the inventory (0 when unset); ``inventory``: a
+    cluster_model.Inventory, or Ansible's groups with ``hostvars`` (the jupyterhub_setup filter)."""
+    inv = cluster_model.inventory(inventory, hostvars)
     counts = {}
-    for host in (groups or {}).get("gpu_workers") or []:
-        counts[host] = node_vars.gpu_count((hostvars or {}).get(host))
+    for host in inv.hosts("gpu_workers"):
+        counts[host] = node_vars.gpu_count(inv.vars(host))
     return counts
 
 
-def _enabled(groups, hostvars):
-    return _flag(cluster_model.inventory_value(groups, hostvars, "gpu_cluster_jupyterhub_enabled") or False)
+def _enabled(inv):
+    return _flag(inv.value("gpu_cluster_jupyterhub_enabled") or False)
 
 
-def _resolve_inventory(groups, hostvars):
-    pools = cluster_model.inventory_value(groups, hostvars, "gpu_cluster_gpu_pools")
-    namespace = cluster_model.inventory_value(groups, hostvars, "gpu_cluster_jupyterhub_namespace") or "jupyterhub"
-    return resolve_profiles(cluster_model.inventory_value(groups, hostvars, "gpu_cluster_jupyterhub_profiles"),
-                            inventory_workers(groups, hostvars), pools if isinstance(pools, list) else [],
-                            cluster_model.inventory_value(groups, hostvars, "gpu_cluster_jupyterhub_drop_unsatisfiable_profiles"),
+def _resolve_inventory(inv):
+    pools = inv.value("gpu_cluster_gpu_pools")
+    namespace = inv.value("gpu_cluster_jupyterhub_namespace") or "jupyterhub"
+    return resolve_profiles(inv.value("gpu_cluster_jupyterhub_profiles"),
+                            inventory_workers(inv), pools if isinstance(pools, list) else [],
+                            inv.value("gpu_cluster_jupyterhub_drop_unsatisfiable_profiles"),
                             namespace)
 
 
-def jupyterhub_problems(groups, hostvars):
-    """Preflight: every problem of the JupyterHub settings (none when it is not enabled)."""
-    if not _enabled(groups, hostvars):
+def jupyterhub_problems(inventory, hostvars=None):
+    """Preflight: every problem of the JupyterHub settings (none when it is not enabled); ``inventory``:
+    a cluster_model.Inventory (or Ansible's groups, with ``hostvars``)."""
+    inv = cluster_model.inventory(inventory, hostvars)
+    if not _enabled(inv):
         return []
     problems = []
     for name, (check, want) in SETTINGS.items():
-        value = cluster_model.inventory_value(groups, hostvars, name)
+        value = inv.value(name)
         if value is not None and not check(value):
             problems.append("%s is %r; use %s (docs/apps.md)" % (name, value, want))
-    auth = cluster_model.inventory_value(groups, hostvars, "gpu_cluster_jupyterhub_auth") or "native"
-    if auth == "dummy" and not _flag(cluster_model.inventory_value(groups, hostvars, "gpu_cluster_jupyterhub_insecure_lab")):
+    auth = inv.value("gpu_cluster_jupyterhub_auth") or "native"
+    if auth == "dummy" and not _flag(inv.value("gpu_cluster_jupyterhub_insecure_lab")):
         problems.append("gpu_cluster_jupyterhub_auth is dummy (anyone may log in with any password); it needs "
                         "gpu_cluster_jupyterhub_insecure_lab: true, and only for a lab nobody else can reach")
     if auth in ("github", "generic-oauth"):
-        oauth = cluster_model.inventory_value(groups, hostvars, "gpu_cluster_jupyterhub_oauth") or {}
+        oauth = inv.value("gpu_cluster_jupyterhub_oauth") or {}
         needed = ["client_id"] + (["authorize_url", "token_url", "userdata_url"] if auth == "generic-oauth" else [])
         missing = [k for k in needed if not (isinstance(oauth, dict) and oauth.get(k))]
         if missing:
             problems.append("gpu_cluster_jupyterhub_auth is %s but gpu_cluster_jupyterhub_oauth lacks %s"
                             % (auth, ", ".join(missing)))
-        if not cluster_model.inventory_value(groups, hostvars, "gpu_cluster_jupyterhub_host") and not (
+        if not inv.value("gpu_cluster_jupyterhub_host") and not (
                 isinstance(oauth, dict) and oauth.get("callback_url")):
             problems.append("gpu_cluster_jupyterhub_auth is %s: set gpu_cluster_jupyterhub_host (the callback URL is "
                             "https://<host>/hub/oauth_callback) or gpu_cluster_jupyterhub_oauth.callback_url" % auth)
-    if auth == "native" and not cluster_model.inventory_value(groups, hostvars, "gpu_cluster_jupyterhub_admin_users"):
+    if auth == "native" and not inv.value("gpu_cluster_jupyterhub_admin_users"):
         problems.append("gpu_cluster_jupyterhub_auth is native but gpu_cluster_jupyterhub_admin_users is empty: nobody "
                         "could approve a sign-up; name at least one admin (the hub creates the account at start)")
-    password = cluster_model.inventory_value(groups, hostvars, "gpu_cluster_jupyterhub_admin_password")
+    password = inv.value("gpu_cluster_jupyterhub_admin_password")
     if password not in (None, "") and not (isinstance(password, str) and len(password) >= MIN_PASSWORD):
         # never the value: it is a secret
         problems.append("gpu_cluster_jupyterhub_admin_password is too short or not a string; use at least %d "
                         "characters from the vault (or leave it out for a generated one)" % MIN_PASSWORD)
-    resolved = _resolve_inventory(groups, hostvars)
+    resolved = _resolve_inventory(inv)
     problems.extend(resolved["problems"])
     problems.extend(resolved["refused"])
     return problems
 
 
-def _tls_warnings(groups, hostvars):
+def _tls_warnings(inv):
     """TLS on (the default) with an Ingress host and no issuer (the inventory's or the cluster CA of the
     management phase): served with the ingress controller's self-signed certificate."""
-    settings = {"cert_issuer": cluster_model.inventory_value(groups, hostvars, "gpu_cluster_jupyterhub_cert_issuer"),
-                "tls": cluster_model.inventory_value(groups, hostvars, "gpu_cluster_jupyterhub_tls") is not False,
-                "management": cluster_model.inventory_value(groups, hostvars, "gpu_cluster_management_enabled") is True}
-    if not cluster_model.inventory_value(groups, hostvars, "gpu_cluster_jupyterhub_host") or not settings["tls"] or tls_issuer(settings):
+    settings = {"cert_issuer": inv.value("gpu_cluster_jupyterhub_cert_issuer"),
+                "tls": inv.value("gpu_cluster_jupyterhub_tls") is not False,
+                "management": inv.value("gpu_cluster_management_enabled") is True}
+    if not inv.value("gpu_cluster_jupyterhub_host") or not settings["tls"] or tls_issuer(settings):
         return []
     return [ingress_tls.warning("JupyterHub (gpu_cluster_jupyterhub_host)", "gpu_cluster_jupyterhub_tls",
                                 "gpu_cluster_jupyterhub_cert_issuer")]
 
 
-def jupyterhub_warnings(groups, hostvars):
-    """Preflight warnings: the insecure-lab dummy authenticator (loudly) and dropped profiles."""
-    if not _enabled(groups, hostvars):
+def jupyterhub_warnings(inventory, hostvars=None):
+    """Preflight warnings: the insecure-lab dummy authenticator (loudly) and dropped profiles;
+    ``inventory``: a cluster_model.Inventory (or Ansible's groups, with ``hostvars``)."""
+    inv = cluster_model.inventory(inventory, hostvars)
+    if not _enabled(inv):
         return []
     warnings = []
-    auth = cluster_model.inventory_value(groups, hostvars, "gpu_cluster_jupyterhub_auth") or "native"
+    auth = inv.value("gpu_cluster_jupyterhub_auth") or "native"
     if auth == "dummy":
         warnings.append("!!! INSECURE: JupyterHub uses the dummy authenticator (gpu_cluster_jupyterhub_insecure_lab): "
                         "ANYONE who reaches the hub logs in as ANY user with ANY password and gets GPUs and a shell; "
                         "use it only in a closed lab, never on a network others can reach !!!")
-    warnings.extend(m + " (dropped)" for m in _resolve_inventory(groups, hostvars)["dropped"])
-    warnings.extend(_tls_warnings(groups, hostvars))
+    warnings.extend(m + " (dropped)" for m in _resolve_inventory(inv)["dropped"])
+    warnings.extend(_tls_warnings(inv))
     return warnings
 
 

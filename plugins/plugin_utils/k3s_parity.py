@@ -17,7 +17,7 @@ import re
 
 from ansible.module_utils.six.moves.urllib.parse import urlsplit
 
-from ansible_collections.cps.gpu_cluster.plugins.plugin_utils import input_checks
+from ansible_collections.cps.gpu_cluster.plugins.plugin_utils import cluster_model, input_checks
 from ansible_collections.cps.gpu_cluster.plugins.plugin_utils.forms import DNS_LABEL as DNS_LABEL_RE, copy_data
 
 # A registry name as containerd matches it: host[:port], or '*' for every registry.
@@ -413,23 +413,23 @@ def reset_limit_problem(servers_in_run, servers, allow_small_quorum=False):
 
 # --- preflight ------------------------------------------------------------------------------
 
-def _hosts(groups, name):
-    hosts = groups.get(name) if isinstance(groups, dict) else None
-    return [host for host in hosts if _is_str(host)] if isinstance(hosts, (list, tuple)) else []
+def _hosts(inv, name):
+    return [host for host in inv.hosts(name) if _is_str(host)]
 
 
 def _where(hosts):
     return hosts[0] if len(hosts) == 1 else "%s (and %d other host(s))" % (hosts[0], len(hosts) - 1)
 
 
-def inventory_problems(groups, hostvars):
+def inventory_problems(inventory, hostvars=None):
     """Preflight of this module's settings over a whole inventory (inventory_checks calls it):
     k3s_node_registries and k3s_node_etcd_s3 on every k3s_cluster host that sets them (one message
     per distinct problem, naming the hosts), the proxy variables, and the VIP rule (a VIP only
-    with more than one server)."""
-    hostvars = hostvars if isinstance(hostvars, dict) else {}
-    cluster = input_checks.unique(_hosts(groups, "k3s_cluster") + _hosts(groups, "k3s_servers") + _hosts(groups, "k3s_agents"))
-    servers = _hosts(groups, "k3s_servers")
+    with more than one server). ``inventory``: a cluster_model.Inventory (or Ansible's groups, with
+    ``hostvars``)."""
+    inv = cluster_model.inventory(inventory, hostvars)
+    cluster = input_checks.unique(_hosts(inv, "k3s_cluster") + _hosts(inv, "k3s_servers") + _hosts(inv, "k3s_agents"))
+    servers = _hosts(inv, "k3s_servers")
     found = {}
 
     def note(host, messages):
@@ -438,7 +438,7 @@ def inventory_problems(groups, hostvars):
 
     values = {}
     for host in cluster:
-        variables = hostvars.get(host) if isinstance(hostvars.get(host), dict) else {}
+        variables = inv.vars(host)
         if "k3s_node_registries" in variables:
             note(host, registries_problems(variables["k3s_node_registries"]))
         if host in servers and "k3s_node_etcd_s3" in variables:

@@ -26,7 +26,7 @@ __metaclass__ = type
 import base64
 import re
 
-from ansible_collections.cps.gpu_cluster.plugins.plugin_utils import input_checks
+from ansible_collections.cps.gpu_cluster.plugins.plugin_utils import cluster_model, input_checks
 from ansible_collections.cps.gpu_cluster.plugins.plugin_utils.forms import (
     copy_data,
     DNS_LABEL, DNS_NAME, GO_DURATION as DURATION, go_duration_seconds)
@@ -559,19 +559,13 @@ INVENTORY_PRESENCE = {
 }
 
 
-def management_inventory_problems(groups, hostvars):
+def management_inventory_problems(inventory, hostvars=None):
     """Preflight of the whole inventory: the management settings' shape (no vaulted value is read into
-    a message; the Git credentials count as set or not, issue 43: an SSH key and a password both)."""
-    hosts = list((groups or {}).get("all") or []) or sorted(hostvars or {})
+    a message; the Git credentials count as set or not, issue 43: an SSH key and a password both).
+    ``inventory``: a cluster_model.Inventory (or Ansible's groups, with ``hostvars``)."""
     present = frozenset(name for names in INVENTORY_PRESENCE.values() for name in names)
-    wanted = frozenset(INVENTORY_SETTINGS.values()) | present
-    found = {}
-    for host in hosts:  # one pass, each setting from the first host that sets it
-        variables = (hostvars or {}).get(host) or {}
-        for name in wanted.intersection(variables):
-            found.setdefault(name, variables[name])
-        if len(found) == len(wanted):
-            break
+    # one pass, each setting from the first host that sets it
+    found = cluster_model.inventory(inventory, hostvars).values(frozenset(INVENTORY_SETTINGS.values()) | present)
     settings = dict(INVENTORY_DEFAULTS)
     for key, name in INVENTORY_SETTINGS.items():
         if name in found:

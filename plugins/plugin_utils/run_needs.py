@@ -63,9 +63,9 @@ def run_phases(playbook_phases=None, run_tags=None, skip_tags=None):
     return [phase for phase in PHASES if ("all" in tags or phase in tags) and phase not in skipped]
 
 
-def _settings(groups, hostvars):
+def _settings(inv):
     """The cluster-wide settings this decision reads, from the first host that sets each."""
-    return cluster_model.first_values(groups, hostvars, _SETTINGS)
+    return inv.values(_SETTINGS)
 
 
 def target():
@@ -103,12 +103,14 @@ def plugin_path_problems(paths, providers=None, platform_target=None):
     return problems
 
 
-def run_needs(groups, hostvars, playbook_phases=None, run_tags=None, skip_tags=None):
+def run_needs(inventory, hostvars=None, playbook_phases=None, run_tags=None, skip_tags=None):
     """``{phases, secrets, tools, problems}`` of this run: the phases it goes through, the components
     whose secrets it needs (``secrets_needed``), the tools to look up on the control node
-    (``[{name, argv, why}]``, judged by :func:`tool_problems`) and what is wrong already (plugin paths)."""
+    (``[{name, argv, why}]``, judged by :func:`tool_problems`) and what is wrong already (plugin paths).
+    ``inventory``: a cluster_model.Inventory (or Ansible's groups, with ``hostvars``)."""
     phases = run_phases(playbook_phases, run_tags, skip_tags)
-    values = _settings(groups, hostvars)
+    inv = cluster_model.inventory(inventory, hostvars)
+    values = _settings(inv)
     secrets = [SECRETS_OF[phase] for phase in phases if phase in SECRETS_OF]
     tools, problems = [], []
     if _flag(values.get("gpu_cluster_lab")):
@@ -122,7 +124,7 @@ def run_needs(groups, hostvars, playbook_phases=None, run_tags=None, skip_tags=N
         tools.append({"name": "helm", "argv": ["helm", "version", "--short"],
                       "why": "the %s phase%s of this run install%s Helm charts with it (gpu_cluster_delivery: direct)"
                              % (names, "s" if len(helm_for) > 1 else "", "" if len(helm_for) > 1 else "s")})
-    proxmox = (groups or {}).get("proxmox_hosts") or []
+    proxmox = inv.hosts("proxmox_hosts")
     if "provision" in phases and _flag(values.get("gpu_cluster_provision_enabled"), True) and proxmox:
         binary = values.get("gpu_cluster_terraform_binary") or "terraform"
         tools.append({"name": "terraform", "argv": [str(binary), "version", "-json"],

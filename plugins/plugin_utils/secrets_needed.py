@@ -109,10 +109,10 @@ def jupyterhub_secret_problems(values):
     return []
 
 
-def backup_secret_problems(groups, hostvars):
+def backup_secret_problems(inv):
     """The backup location's key pair: a key the inventory names but whose value is empty (a vault
     variable with ``| default('')`` and no vault loaded) would give Velero no credentials."""
-    values = backups.inventory_values(groups, hostvars)
+    values = backups.inventory_values(inv)
     if values.get("enabled") is not True:
         return []
     location = values.get("s3") if isinstance(values.get("s3"), dict) and values.get("s3") else None
@@ -127,17 +127,19 @@ def backup_secret_problems(groups, hostvars):
                                                                  VAULT_HINT)]
 
 
-def secret_problems(groups, hostvars, secrets_needed=True):
-    """Every missing secret of the components a run needs (see the module's docstring)."""
+def secret_problems(inventory, hostvars=None, secrets_needed=True):
+    """Every missing secret of the components a run needs (see the module's docstring).
+    ``inventory``: a cluster_model.Inventory (or Ansible's groups, with ``hostvars``)."""
+    inv = cluster_model.inventory(inventory, hostvars)
     wanted = components(secrets_needed)
     if not wanted:
         return []
-    values = cluster_model.first_values(groups, hostvars, _MANAGEMENT + _HUB)
+    values = inv.values(_MANAGEMENT + _HUB)
     problems = []
     if "management" in wanted:
         problems.extend(management_secret_problems(values))
     if "jupyterhub" in wanted:
         problems.extend(jupyterhub_secret_problems(values))
     if "backups" in wanted:
-        problems.extend(backup_secret_problems(groups, hostvars))
+        problems.extend(backup_secret_problems(inv))
     return problems

@@ -13,7 +13,7 @@ __metaclass__ = type
 
 import re
 
-from ansible_collections.cps.gpu_cluster.plugins.plugin_utils import input_checks, node_vars
+from ansible_collections.cps.gpu_cluster.plugins.plugin_utils import cluster_model, input_checks, node_vars
 
 SCRATCH_BY_ID = re.compile(r"^/dev/disk/by-id/virtio-([A-Za-z0-9_-]{1,20})\Z")
 
@@ -92,28 +92,30 @@ def vault_reference(name, value):
     return "{{ vault_%s }}" % name
 
 
-def proxmox_host(groups, hostvars):
-    """Name of the Proxmox host the VMs go to; ValueError when the inventory has none."""
-    hosts = members(groups, "proxmox_hosts")
+def proxmox_host(inv):
+    """Name of the Proxmox host the VMs go to (``inv``: a cluster_model.Inventory); ValueError when the
+    inventory has none."""
+    hosts = inv.hosts("proxmox_hosts")
     if not hosts:
         raise ValueError("the inventory has no host in proxmox_hosts: add the Proxmox VE server the VMs run on")
     return hosts[0]
 
 
-def terraform_vars(groups, hostvars, ssh_public_keys):
+def terraform_vars(inventory, hostvars=None, ssh_public_keys=()):
     """The terraform/proxmox variables (a dict for tfvars JSON) the inventory describes.
 
-    groups: group name -> host names (Ansible's ``groups``); hostvars: host ->
-    variables; ssh_public_keys: public key lines cloud-init installs.
+    inventory: a cluster_model.Inventory, or Ansible's ``groups`` (group name -> host names) with
+    hostvars (host -> variables); ssh_public_keys: public key lines cloud-init installs.
     """
-    pve = proxmox_host(groups, hostvars)
+    inv = cluster_model.inventory(inventory, hostvars)
+    hostvars = inv.hostvars
+    pve = proxmox_host(inv)
     pve_vars = hostvars[pve]
-    misplaced = input_checks.provision_placement_problems(members(groups, "proxmox_hosts"), members(groups, "gpu_workers"),
-                                                          hostvars)
+    misplaced = input_checks.provision_placement_problems(inv.hosts("proxmox_hosts"), inv.hosts("gpu_workers"), hostvars)
     if misplaced:
         raise ValueError(misplaced[0])
-    servers = members(groups, "k3s_servers")
-    workers = members(groups, "gpu_workers")
+    servers = inv.hosts("k3s_servers")
+    workers = inv.hosts("gpu_workers")
     if not servers:
         raise ValueError("the inventory has no host in k3s_servers: add the control-plane VMs to create")
     first_server = hostvars[servers[0]]
@@ -140,7 +142,7 @@ def terraform_vars(groups, hostvars, ssh_public_keys):
         if match:
             result["scratch_disk_serial"] = match.group(1)
 
-    everyone = members(groups, "all") or list(hostvars)
+    everyone = inv.hosts("all") or list(hostvars)
     cluster_wide = shared_variables(everyone, hostvars)
     proxmox_only = dict(
         (name, value) for name, value in sorted(pve_vars.items())

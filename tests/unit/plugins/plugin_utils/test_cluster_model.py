@@ -485,9 +485,9 @@ def test_the_verify_quota_counts_every_node_alike(homelab):
 def test_first_values_reads_every_name_in_one_pass():
     groups = {"all": ["a", "b", "c"]}
     hostvars = {"a": {"x": 1}, "b": {"x": 2, "y": 3}, "c": {"z": 4}}
-    assert cmod.first_values(groups, hostvars, ("x", "y", "z", "missing")) == {"x": 1, "y": 3, "z": 4}
-    assert cmod.first_values({}, hostvars, ("x",)) == {"x": 1}  # sorted hostvars without groups['all']
-    assert cmod._first_value(groups, hostvars, "missing") is None
+    assert cmod.inventory(groups, hostvars).values(("x", "y", "z", "missing")) == {"x": 1, "y": 3, "z": 4}
+    assert cmod.inventory({}, hostvars).values(("x",)) == {"x": 1}  # sorted hostvars without groups['all']
+    assert cmod.inventory(groups, hostvars).value("missing") is None
 
 
 def test_switched_on_decides_for_an_optional_feature():
@@ -599,10 +599,10 @@ def test_inventory_value_reads_the_first_host_that_sets_it():
     """groups['all'] order first (Ansible's own), then hosts only hostvars knows, sorted; None when unset."""
     hostvars = {"b": {"x": "from b"}, "a": {"x": "from a", "y": 1}, "z-outside": {"z": "outside"}, "c-outside": {"z": "c"}}
     groups = {"all": ["b", "a"]}
-    assert cmod.inventory_value(groups, hostvars, "x") == "from b"
-    assert cmod.inventory_value(groups, hostvars, "y") == 1
-    assert cmod.inventory_value(groups, hostvars, "z") == "c"
-    assert cmod.inventory_value(groups, hostvars, "unset") is None
-    assert cmod.inventory_value({}, hostvars, "x") == "from a" and cmod.inventory_value(None, None, "x") is None
+    assert cmod.inventory(groups, hostvars).value("x") == "from b"
+    assert cmod.inventory(groups, hostvars).value("y") == 1
+    assert cmod.inventory(groups, hostvars).value("z") == "c"
+    assert cmod.inventory(groups, hostvars).value("unset") is None
+    assert cmod.inventory({}, hostvars).value("x") == "from a" and cmod.inventory(None, None).value("x") is None
     # a host only hostvars knows is read even when `all` names more hosts than hostvars holds
-    assert cmod.inventory_value({"all": ["b", "gone1", "gone2"]}, {"b": {}, "extra": {"z": 1}}, "z") == 1
+    assert cmod.inventory({"all": ["b", "gone1", "gone2"]}, {"b": {}, "extra": {"z": 1}}).value("z") == 1
