@@ -25,13 +25,13 @@ def _plain(groups, hostvars, name="cluster_model"):
 
 def cluster_model(groups, hostvars):
     """The cluster model of an inventory (plugin_utils/cluster_model.py build)."""
-    return _model.build(*_plain(groups, hostvars))
+    return _model.inventory(*_plain(groups, hostvars), shared=True).model
 
 
 def schedule(groups, hostvars):
     """The scheduling proof of an inventory: ``{rows, problems, table}`` (the inventory read once, its
     model built once)."""
-    return _workloads.proof(_model.inventory(*_plain(groups, hostvars, "schedule")))
+    return _workloads.proof(_model.inventory(*_plain(groups, hostvars, "schedule"), shared=True))
 
 
 class FilterModule(object):

@@ -83,14 +83,14 @@ def inventory_problems(groups, hostvars, secrets_needed=False):
         raise AnsibleFilterError("inventory_problems: %s" % exc) from None
     plain_groups, plain_hostvars, untemplated = _plain("inventory_problems", groups, hostvars)
     # the boundary: the inventory read once, every check (and the model, built once) reads that
-    return untemplated + _checks.inventory_problems(_model.inventory(plain_groups, plain_hostvars), role_specs=role_specs(),
+    return untemplated + _checks.inventory_problems(_model.inventory(plain_groups, plain_hostvars, shared=True), role_specs=role_specs(),
                                                     secrets_needed=secrets_needed)
 
 
 def inventory_warnings(groups, hostvars):
     """What is allowed but probably wrong in the inventory, one message each (never fatal)."""
     plain_groups, plain_hostvars, _untemplated = _plain("inventory_warnings", groups, hostvars)
-    return _checks.inventory_warnings(_model.inventory(plain_groups, plain_hostvars))
+    return _checks.inventory_warnings(_model.inventory(plain_groups, plain_hostvars, shared=True))
 
 
 class FilterModule(object):

@@ -25,7 +25,7 @@ def run_needs(groups, hostvars, playbook_phases=None, run_tags=None, skip_tags=N
     """run_needs on the few cluster-wide settings it reads, templated (a value that cannot be templated
     counts as unset: inventory_problems names it)."""
     plain_groups, plain_hostvars, _failures = plain_inventory("run_needs", groups, hostvars, needs.wanted)
-    return needs.run_needs(_model.inventory(plain_groups, plain_hostvars), playbook_phases=playbook_phases,
+    return needs.run_needs(_model.inventory(plain_groups, plain_hostvars, shared=True), playbook_phases=playbook_phases,
                            run_tags=run_tags, skip_tags=skip_tags)
 
 

@@ -66,7 +66,7 @@ def terraform_vars(groups, hostvars, ssh_public_keys):
         raise AnsibleFilterError("terraform_vars: use it as groups | cps.gpu_cluster.terraform_vars(hostvars, ssh_public_keys)")
     plain_groups, plain_hostvars, failures = plain_inventory("terraform_vars", groups, hostvars, _wanted)
     refuse_failures("terraform_vars", failures)
-    return _terraform.terraform_vars(_model.inventory(plain_groups, plain_hostvars), ssh_public_keys=list(ssh_public_keys or []))
+    return _terraform.terraform_vars(_model.inventory(plain_groups, plain_hostvars, shared=True), ssh_public_keys=list(ssh_public_keys or []))
 
 
 class FilterModule(object):

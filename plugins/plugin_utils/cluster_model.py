@@ -313,11 +313,15 @@ class Inventory:
       ``gpu_cluster_gpu_pools``, validated once) and :attr:`model` (:func:`build`), each made once.
     """
 
-    def __init__(self, groups, hostvars):
+    def __init__(self, groups, hostvars, shared=False):
         self.groups = groups if isinstance(groups, Mapping) else {}
-        # each host's copy of a group variable's list or dict is one object from here on (Ansible's
-        # own HostVars, which a filter may be handed as it is, is read through as it is)
-        self.hostvars = shared_copies(hostvars) if isinstance(hostvars, dict) else hostvars if isinstance(hostvars, Mapping) else {}
+        # each host's copy of a group variable's list or dict is one object from here on (``shared``:
+        # the filter's plain_inventory made them so already; Ansible's own HostVars, which a filter may
+        # be handed as it is, is read through as it is)
+        if isinstance(hostvars, dict):
+            self.hostvars = hostvars if shared else shared_copies(hostvars)
+        else:
+            self.hostvars = hostvars if isinstance(hostvars, Mapping) else {}
         self._values = {}
         self._made = {}
 
@@ -407,13 +411,14 @@ class Inventory:
         return self._once("model", lambda: build(self))
 
 
-def inventory(groups, hostvars=None):
+def inventory(groups, hostvars=None, shared=False):
     """The boundary: Ansible's ``groups`` and ``hostvars`` as an :class:`Inventory` (an Inventory
     passed as ``groups`` without ``hostvars`` is returned as it is, so a feature called with either
-    reads the same one)."""
+    reads the same one). ``shared``: ``hostvars`` come from the filters' plain_inventory, which already
+    made each host's copy of a group variable's list or dict one object (:func:`same_value`)."""
     if isinstance(groups, Inventory) and hostvars is None:
         return groups
-    return Inventory(groups, hostvars)
+    return Inventory(groups, hostvars, shared)
 
 
 def _pool_of(host, variables, pools):

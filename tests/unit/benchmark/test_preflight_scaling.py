@@ -72,20 +72,21 @@ def parts(groups, hostvars):
     plain_groups, plain_hostvars, untemplated = preflight_filter._plain("inventory_problems", groups, hostvars)
     assert untemplated == []
     specs = preflight_filter.role_specs()
-    model = cluster_model.inventory(plain_groups, plain_hostvars).model
+    inv = cluster_model.inventory(plain_groups, plain_hostvars, shared=True)  # the filter's one Inventory
+    model = inv.model
     assert len(model["nodes"]) == len(groups["k3s_cluster"])
 
     def proof():
-        result = cluster_workloads.proof(cluster_model.inventory(plain_groups, plain_hostvars), model=model)
+        result = cluster_workloads.proof(inv, model=model)
         assert result["problems"] == [] and result["rows"]
 
     def the_filter():
         assert preflight_filter.inventory_problems(groups, hostvars, secrets_needed=True) == []
 
     return {"filter wrapper": lambda: preflight_filter._plain("inventory_problems", groups, hostvars),
-            "model": lambda: cluster_model.inventory(plain_groups, plain_hostvars).model,
+            "model": lambda: cluster_model.inventory(plain_groups, plain_hostvars, shared=True).model,
             "proof": proof,
-            "inventory checks": lambda: inventory_checks.inventory_problems(cluster_model.inventory(plain_groups, plain_hostvars),
+            "inventory checks": lambda: inventory_checks.inventory_problems(cluster_model.inventory(plain_groups, plain_hostvars, shared=True),
                                                                             role_specs=specs, schedule=False),
             "preflight (the filter)": the_filter}
 
