@@ -10,6 +10,7 @@ from ansible_collections.cps.gpu_cluster.plugins.plugin_utils.filter_errors impo
 
 _model = deferred("cluster_model")
 _workloads = deferred("cluster_workloads")
+_domains = deferred("failure_domains")
 
 # What the model and the workload builders read of a host (role defaults are not in hostvars).
 _READ = ("ansible_host", "k3s_node_labels", "k3s_node_taints")
@@ -30,8 +31,14 @@ def cluster_model(groups, hostvars):
 
 def schedule(groups, hostvars):
     """The scheduling proof of an inventory: ``{rows, problems, table}`` (the inventory read once, its
-    model built once)."""
-    return _workloads.proof(_model.inventory(*_plain(groups, hostvars, "schedule"), shared=True))
+    model built once), and with several Proxmox hosts what losing each costs: ``host_losses``
+    (failure_domains.host_losses) and ``host_loss_table`` (its text lines; both [] with one host)."""
+    inv = _model.inventory(*_plain(groups, hostvars, "schedule"), shared=True)
+    result = _workloads.proof(inv)
+    losses = _domains.host_losses(inv) if len(inv.hosts("proxmox_hosts")) > 1 else []
+    result["host_losses"] = losses
+    result["host_loss_table"] = _domains.table(losses)
+    return result
 
 
 class FilterModule(object):

@@ -18,13 +18,16 @@ __metaclass__ = type
 
 from collections.abc import Mapping
 
-from ansible_collections.cps.gpu_cluster.plugins.plugin_utils import gpu_pools, node_vars
+from ansible_collections.cps.gpu_cluster.plugins.plugin_utils import gpu_pools, input_checks, node_vars
 
 SERVERS = "k3s_servers"
 AGENTS = "k3s_agents"
 GPU_WORKERS = "gpu_workers"
 INFRA_NODES = "infra_nodes"
 APP_NODES = "app_nodes"
+PROXMOX_HOSTS = "proxmox_hosts"
+# The Proxmox host a VM runs on (the inventory name of a host of proxmox_hosts; issue 46).
+PROXMOX_HOST_VARIABLE = "gpu_cluster_proxmox_host"
 
 # The GPU node contract: what a GPU worker carries unless the inventory says otherwise
 # (k3s_node_labels / k3s_node_taints replace it, gpu_cluster_node_labels / _taints add to it).
@@ -406,6 +409,11 @@ class Inventory:
         return gpu_pools.plain(pools)
 
     @property
+    def placement(self):
+        """{K3s host: the Proxmox host its VM runs on} (:func:`placement`), made once."""
+        return self._once("placement", lambda: placement(self))
+
+    @property
     def model(self):
         """The cluster model (:func:`build`), built once."""
         return self._once("model", lambda: build(self))
@@ -419,6 +427,31 @@ def inventory(groups, hostvars=None, shared=False):
     if isinstance(groups, Inventory) and hostvars is None:
         return groups
     return Inventory(groups, hostvars, shared)
+
+
+def placement(inv):
+    """{K3s host: the Proxmox host its VM runs on} of an :class:`Inventory`, '' for every host when the
+    inventory has no Proxmox host (VMs made elsewhere). A VM's host is ``gpu_cluster_proxmox_host`` when
+    it names a host of proxmox_hosts (preflight refuses any other value); else, for a GPU worker, the one
+    host that holds its GPUs (input_checks.gpu_hosts: the host whose gpu_cluster_gpu_pci_devices name its
+    mappings); else the first host of proxmox_hosts, where provision.yml creates VMs."""
+    proxmox = inv.hosts(PROXMOX_HOSTS)
+    hosts = input_checks.unique(inv.hosts(SERVERS) + inv.hosts(AGENTS) + inv.hosts(GPU_WORKERS) +
+                                inv.hosts(INFRA_NODES) + inv.hosts(APP_NODES))
+    if not proxmox:
+        return dict((host, "") for host in hosts)
+    known = frozenset(proxmox)
+    gpus = input_checks.gpu_hosts(proxmox, inv.hosts(GPU_WORKERS), inv.hostvars) if len(proxmox) > 1 else {}
+    result = {}
+    for host in hosts:
+        named = inv.vars(host).get(PROXMOX_HOST_VARIABLE)
+        if isinstance(named, str) and named in known:
+            result[host] = named
+        elif len(gpus.get(host) or []) == 1:
+            result[host] = gpus[host][0]
+        else:
+            result[host] = proxmox[0]
+    return result
 
 
 def _pool_of(host, variables, pools):
@@ -466,7 +499,7 @@ def _taints(texts, parsed):
     return taints
 
 
-def _node(host, variables, member, pools, parsed):
+def _node(host, variables, member, pools, parsed, *, proxmox_host=""):
     name = node_name(host, variables)
     role = "server" if SERVERS in member else "agent"
     gpu_worker = GPU_WORKERS in member
@@ -505,6 +538,7 @@ def _node(host, variables, member, pools, parsed):
         "name": name,
         "host": host,
         "address": node_address(variables),
+        "proxmox_host": proxmox_host,
         "role": role,
         "groups": list(member),
         "vcpus": cores,
@@ -541,7 +575,8 @@ def build(groups, hostvars=None):
                 order.append(host)
     members = _with_members(pools)
     parsed = {}
-    nodes = [_node(host, inv.vars(host), member.get(host, []), members, parsed) for host in order]
+    place = inv.placement
+    nodes = [_node(host, inv.vars(host), member.get(host, []), members, parsed, proxmox_host=place.get(host, "")) for host in order]
     worker_taints = [_taints(gpu_taint_texts(inv.vars(host)), parsed)
                      for host in order if GPU_WORKERS in member.get(host, [])]
     worker_gpus = dict((host, node_vars.gpu_count(inv.vars(host))) for host in inv.hosts(GPU_WORKERS))

@@ -206,13 +206,14 @@ def gpu_hosts(proxmox_hosts, gpu_workers, hostvars):
     return placed
 
 
-def provision_placement_problems(proxmox_hosts, gpu_workers, hostvars):
+def provision_placement_problems(proxmox_hosts, gpu_workers, hostvars, placed=None):
     """provision.yml creates every VM on the first Proxmox host (terraform/proxmox has one
     ``proxmox_node``; placement per host is issue 46): a GPU worker whose GPUs are on another host
     would get a VM whose PCI mapping has no entry for its node, which Proxmox refuses at start. Said
     while the collection's module provisions (not in a lab, not with a module of the user's own): a
     preflight warning (several Proxmox hosts are a valid inventory), and provision.yml's refusal
-    (terraform_vars) before Terraform runs."""
+    (terraform_vars) before Terraform runs. ``placed``: {VM: Proxmox host} (cluster_model.placement), to
+    name also the VMs placed on another host with ``gpu_cluster_proxmox_host``."""
     proxmox_hosts = list(proxmox_hosts)
     if len(proxmox_hosts) < 2:
         return []
@@ -226,14 +227,25 @@ def provision_placement_problems(proxmox_hosts, gpu_workers, hostvars):
         return []
     elsewhere = [(worker, hosts) for worker, hosts in sorted(gpu_hosts(proxmox_hosts, list(gpu_workers), hostvars).items())
                  if hosts and proxmox_hosts[0] not in hosts]
-    if not elsewhere:
-        return []
-    return ["%s: its GPUs are on %s (gpu_cluster_gpu_pci_mappings), but provision.yml creates every VM on %s, the first "
+    gpus_elsewhere = frozenset(worker for worker, _hosts in elsewhere)
+    named = [(vm, host) for vm, host in (placed or {}).items() if "gpu_cluster_proxmox_host" in (hostvars.get(vm) or {})
+             and host != proxmox_hosts[0] and vm not in gpus_elsewhere]
+    problems = []
+    if named:
+        problems.append("%s: gpu_cluster_proxmox_host places %s on %s, but provision.yml creates every VM on %s, the first "
+                        "host of proxmox_hosts (placing VMs on several Proxmox hosts is not built yet), and refuses it; "
+                        "create those VMs yourself (gpu_cluster_provision_enabled: false) or place them on %s"
+                        % (", ".join(vm for vm, _host in named), "them" if len(named) > 1 else "it",
+                           ", ".join(unique([host for _vm, host in named])), proxmox_hosts[0], proxmox_hosts[0]))
+    if elsewhere:
+        problems.append(
+            "%s: its GPUs are on %s (gpu_cluster_gpu_pci_mappings), but provision.yml creates every VM on %s, the first "
             "host of proxmox_hosts (placing VMs on several Proxmox hosts is not built yet), and refuses it; create those "
             "VMs yourself (gpu_cluster_provision_enabled: false) or give them GPUs of %s"
             % (", ".join(worker for worker, _hosts in elsewhere),
                ", ".join(unique([host for _worker, hosts in elsewhere for host in hosts])),
-               proxmox_hosts[0], proxmox_hosts[0])]
+               proxmox_hosts[0], proxmox_hosts[0]))
+    return problems
 
 
 def pci_model_problems(proxmox_hosts, gpu_workers, hostvars):

@@ -38,7 +38,8 @@ from ansible_collections.cps.gpu_cluster.plugins.plugin_utils.versions import sa
 from ansible_collections.cps.gpu_cluster.plugins.plugin_utils.cluster_workloads import VALUES as WORKLOAD_VALUES, idle_pools, proof
 from ansible_collections.cps.gpu_cluster.plugins.plugin_utils.k3s import refused_node_labels
 from ansible_collections.cps.gpu_cluster.plugins.plugin_utils import secrets_needed as secrets_needed_module
-from ansible_collections.cps.gpu_cluster.plugins.plugin_utils import backups, cluster_logs, cluster_model, gpu_monitoring, input_checks
+from ansible_collections.cps.gpu_cluster.plugins.plugin_utils import backups, cluster_logs, cluster_model, failure_domains
+from ansible_collections.cps.gpu_cluster.plugins.plugin_utils import gpu_monitoring, input_checks
 from ansible_collections.cps.gpu_cluster.plugins.plugin_utils import known_variables, node_vars, storage_components
 from ansible_collections.cps.gpu_cluster.plugins.plugin_utils.forms import (
     DNS_LABEL as DNS_LABEL_RE, DNS_NAME as DNS_NAME_RE, DNS_SUBDOMAIN as DNS_SUBDOMAIN_RE, EMAIL as EMAIL_RE,
@@ -1351,11 +1352,15 @@ def inventory_problems(inventory, hostvars=None, role_specs=None, schedule=True,
     problems.extend(_guarded(management_inventory_problems, inv))
     problems.extend(_guarded(k3s_parity_problems, inv))
     problems.extend(_guarded(operations_problems, inv))
+    problems.extend(_guarded(failure_domains.placement_problems, inv))
+    problems.extend(_guarded(failure_domains.tolerance_problems, inv))
     problems.extend(_guarded(versions_file_problems))
     if schedule and not problems:
         # the scheduling proof judges a sound inventory (its workloads are built from the values
         # checked above): every workload must fit a node of the cluster model
         problems.extend(_guarded(_schedule_problems, inv))
+        # and, when the inventory asks to survive a Proxmox host's loss, the proof without each host's nodes
+        problems.extend(_guarded(failure_domains.loss_problems, inv))
     # after the proof (a missing vault must not hide what the proof would say)
     problems.extend(_guarded(secrets_needed_module.secret_problems, inv, None, secrets_needed))
     return problems
@@ -1404,7 +1409,9 @@ def inventory_warnings(inventory, hostvars=None):
     warnings.extend(inventory_version_warnings(inv))
     # several Proxmox hosts are valid; provision.yml places every VM on the first (it refuses the rest)
     warnings.extend(_guarded(input_checks.provision_placement_problems, _group(groups, PROXMOX_HOSTS),
-                             _group(groups, "gpu_workers"), hostvars))
+                             _group(groups, "gpu_workers"), hostvars, inv.placement))
+    # what losing a Proxmox host costs (several hosts, no tolerance asked: a warning)
+    warnings.extend(_guarded(failure_domains.loss_warnings, inv))
     return warnings
 
 

@@ -111,7 +111,8 @@ def terraform_vars(inventory, hostvars=None, ssh_public_keys=()):
     hostvars = inv.hostvars
     pve = proxmox_host(inv)
     pve_vars = hostvars[pve]
-    misplaced = input_checks.provision_placement_problems(inv.hosts("proxmox_hosts"), inv.hosts("gpu_workers"), hostvars)
+    misplaced = input_checks.provision_placement_problems(inv.hosts("proxmox_hosts"), inv.hosts("gpu_workers"), hostvars,
+                                                          inv.placement)
     if misplaced:
         raise ValueError(misplaced[0])
     servers = inv.hosts("k3s_servers")
