@@ -68,8 +68,8 @@ def _quorum_message(row, total):
     else:
         advice = "run three servers (k3s_servers), each on a host of its own"
     return ("losing Proxmox host %s stops the cluster: it runs %d of the %d K3s servers (%s), and etcd needs %d of "
-            "them to keep quorum; %s (gpu_cluster_proxmox_host)" % (row["host"], len(row["servers"]), total,
-                                                                   ", ".join(row["servers"]), quorum(total), advice))
+            "them to keep quorum; %s (gpu_cluster_proxmox_host)"
+            % (row["host"], len(row["servers"]), total, ", ".join(row["servers"]), quorum(total), advice))
 
 
 def tolerance_problems(inv):

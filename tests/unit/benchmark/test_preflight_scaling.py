@@ -188,4 +188,3 @@ def test_preflight_takes_at_most_ten_times_one_reading_of_the_inventory(capsys, 
               f"{factor:.1f}x the reference pass ({times['reference'][largest]:.3f} s)", end="")
     assert factor <= MAX_TIMES_REFERENCE, (
         f"preflight took {factor:.1f}x one reading of the inventory at {largest} nodes (bound {MAX_TIMES_REFERENCE})")
-
