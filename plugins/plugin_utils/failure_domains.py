@@ -62,7 +62,8 @@ def host_losses(inv, operations=None, proofs=True):
     return rows
 
 
-def _quorum_message(row, total):
+def _quorum_message(row):
+    total = row["servers_left"] + len(row["servers"])
     if total >= 3:
         advice = "place the servers on at least three hosts, at most %d per host" % (total - quorum(total))
     else:
@@ -94,11 +95,10 @@ def loss_problems(inv, rows=None):
     if tolerance(inv) < 1 or len(inv.hosts(cluster_model.PROXMOX_HOSTS)) < 2:
         return []
     rows = host_losses(inv) if rows is None else rows
-    total = len([node for node in inv.model["nodes"] if node["role"] == "server"])
     problems = []
     for row in rows:
         if row["servers"] and not row["quorum"]:
-            problems.append("%s: %s" % (TOLERANCE_VARIABLE, _quorum_message(row, total)))
+            problems.append("%s: %s" % (TOLERANCE_VARIABLE, _quorum_message(row)))
         if row["unplaced"]:
             problems.append("%s: losing Proxmox host %s leaves no node for %s; give those workloads room on the "
                             "other hosts' nodes" % (TOLERANCE_VARIABLE, row["host"], ", ".join(row["unplaced"])))
@@ -112,8 +112,8 @@ def loss_warnings(inv, rows=None):
     if len(hosts) < 2 or tolerance(inv) > 0:
         return []
     rows = host_losses(inv, proofs=False) if rows is None else rows
-    total = len([node for node in inv.model["nodes"] if node["role"] == "server"])
-    return [_quorum_message(row, total) for row in rows if row["servers"] and not row["quorum"] and total > 1]
+    return [_quorum_message(row) for row in rows
+            if row["servers"] and not row["quorum"] and row["servers_left"] + len(row["servers"]) > 1]
 
 
 def placement_problems(inv):

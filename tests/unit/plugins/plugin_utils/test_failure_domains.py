@@ -15,6 +15,7 @@ from ansible_collections.cps.gpu_cluster.plugins.filter.cluster import schedule
 from ansible_collections.cps.gpu_cluster.plugins.plugin_utils import cluster_model
 from ansible_collections.cps.gpu_cluster.plugins.plugin_utils import failure_domains as fd
 from ansible_collections.cps.gpu_cluster.plugins.plugin_utils import inventory_checks as ic
+from ansible_collections.cps.gpu_cluster.plugins.plugin_utils.terraform_vars import terraform_vars
 from test_inventory_checks import homelab
 
 QWEN_2 = {"name": "qwen", "model": "Qwen/Qwen2.5-1.5B-Instruct", "gpu": 2}
@@ -45,7 +46,6 @@ def spread(servers_on, workers_on, **cluster):
             del hostvars[host]["gpu_cluster_gpu_pci_ids"], hostvars[host]["gpu_cluster_gpu_pci_devices"]
     for variables in hostvars.values():
         variables.update(copy.deepcopy(cluster))
-        variables["gpu_cluster_provision_enabled"] = False  # VMs made by the user: provision.yml places on one host
     return groups, hostvars
 
 
@@ -174,3 +174,17 @@ def test_the_schedule_filter_reports_each_host_loss():
     assert result["host_loss_table"][1].startswith("pve2: 3 node(s) (servers cp3); etcd keeps quorum (2 server(s) left)")
     one = schedule(*homelab())
     assert one["host_losses"] == [] and one["host_loss_table"] == [] and one["table"]
+
+
+def test_provision_refuses_a_vm_placed_on_another_host_until_placement_is_built():
+    """provision.yml (the collection's Terraform module, every setting at its default) creates every VM on the
+    first Proxmox host: a VM gpu_cluster_proxmox_host places elsewhere is a preflight warning and terraform_vars'
+    refusal, naming it; a user who creates the VMs (gpu_cluster_provision_enabled: false) gets neither."""
+    groups, hostvars = spread(["pve1", "pve1", "pve2"], ["pve1", "pve1", "pve1", "pve1"])
+    warned = [w for w in ic.inventory_warnings(groups, hostvars) if "gpu_cluster_proxmox_host places" in w]
+    assert len(warned) == 1 and warned[0].startswith("cp3: gpu_cluster_proxmox_host places it on pve2"), warned
+    with pytest.raises(ValueError, match="cp3: gpu_cluster_proxmox_host places it on pve2"):
+        terraform_vars(groups, hostvars, ["ssh-ed25519 AAAA k"])
+    for variables in hostvars.values():
+        variables["gpu_cluster_provision_enabled"] = False
+    assert not [w for w in ic.inventory_warnings(groups, hostvars) if "provision.yml" in w]
